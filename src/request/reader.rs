@@ -1,0 +1,154 @@
+//! The input side: a buffered reader of the command stream that splits lines on LF only.
+//!
+//! Input may be buffered freely (responses never are): git reads its stream through stdio too. A line is
+//! capped in length so a stream without LFs cannot make us allocate without bound.
+use std::io::{self, Read};
+
+/// Longest command line accepted. git has no limit; real commands are an object id or a path, and a path is
+/// at most a few KiB, so this only stops runaway input.
+pub const MAX_LINE: usize = 64 << 20;
+
+const BUFFER_SIZE: usize = 128 << 10;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("error reading the command stream: {0}")]
+    Io(#[from] io::Error),
+    #[error("command line longer than {MAX_LINE} bytes")]
+    LineTooLong,
+}
+
+/// Reads LF-terminated lines from `R` without any UTF-8 assumption.
+pub struct LineReader<R> {
+    inner: R,
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    line: Vec<u8>,
+    at_eof: bool,
+}
+
+impl<R: Read> LineReader<R> {
+    pub fn new(inner: R) -> Self {
+        LineReader {
+            inner,
+            buf: vec![0; BUFFER_SIZE].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            line: Vec::new(),
+            at_eof: false,
+        }
+    }
+
+    /// The next line without its LF, or `None` at the end of input. A last line without LF is still a line,
+    /// but it leaves [`Self::at_eof`] set, like stdio's `feof` after `strbuf_getline`.
+    pub fn next_line(&mut self) -> Result<Option<&[u8]>, ReadError> {
+        self.line.clear();
+        loop {
+            if self.start == self.end && !self.fill()? {
+                return Ok(if self.line.is_empty() { None } else { Some(&self.line) });
+            }
+            let available = &self.buf[self.start..self.end];
+            let (taken, done) = match memchr::memchr(b'\n', available) {
+                Some(lf) => (lf, true),
+                None => (available.len(), false),
+            };
+            if self.line.len() + taken > MAX_LINE {
+                return Err(ReadError::LineTooLong);
+            }
+            self.line.extend_from_slice(&available[..taken]);
+            if done {
+                self.start += taken + 1;
+                return Ok(Some(&self.line));
+            }
+            self.start = self.end;
+        }
+    }
+
+    /// Has the input ended? True after a read returned nothing (so after a last line without LF, or after
+    /// `next_line` returned `None`).
+    pub fn at_eof(&self) -> bool {
+        self.at_eof
+    }
+
+    /// Refills the buffer; false at the end of input.
+    fn fill(&mut self) -> Result<bool, ReadError> {
+        if self.at_eof {
+            return Ok(false);
+        }
+        loop {
+            match self.inner.read(&mut self.buf) {
+                Ok(0) => {
+                    self.at_eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.start = 0;
+                    self.end = n;
+                    return Ok(true);
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out at most `step` bytes per read, to cross buffer boundaries everywhere.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(out.len()).min(self.data.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    fn lines(input: &[u8], step: usize) -> (Vec<Vec<u8>>, bool) {
+        let mut reader = LineReader::new(Trickle { data: input, step });
+        let mut out = Vec::new();
+        while let Some(line) = reader.next_line().unwrap() {
+            out.push(line.to_vec());
+        }
+        (out, reader.at_eof())
+    }
+
+    #[test]
+    fn splits_on_lf_only_and_keeps_cr_and_nul() {
+        for step in [1, 3, 1 << 20] {
+            let (got, eof) = lines(b"a\r\nb\0c\n\nlast", step);
+            assert_eq!(
+                got,
+                vec![b"a\r".to_vec(), b"b\0c".to_vec(), b"".to_vec(), b"last".to_vec()]
+            );
+            assert!(eof);
+        }
+    }
+
+    #[test]
+    fn a_final_lf_does_not_set_eof_until_the_next_read() {
+        let mut reader = LineReader::new(&b"done\n"[..]);
+        assert_eq!(reader.next_line().unwrap(), Some(&b"done"[..]));
+        assert!(!reader.at_eof());
+        let mut reader = LineReader::new(&b"done"[..]);
+        assert_eq!(reader.next_line().unwrap(), Some(&b"done"[..]));
+        assert!(reader.at_eof());
+    }
+
+    #[test]
+    fn lines_longer_than_a_buffer_survive() {
+        let long = vec![b'x'; 3 * BUFFER_SIZE + 5];
+        let input = [&long[..], b"\nnext\n"].concat();
+        let (got, _) = lines(&input, 1 << 20);
+        assert_eq!(got, vec![long, b"next".to_vec()]);
+    }
+}

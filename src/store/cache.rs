@@ -1,0 +1,90 @@
+//! The delta-base cache: undeltified bases and intermediate results of delta chains, keyed by where they live
+//! in a pack, capped in bytes (like git's `core.deltaBaseCacheLimit`).
+//!
+//! gix-pack's own cache only keeps the final object a call returned, so chain roots were inflated again for
+//! every object built on them; this one keeps what later chains start from. Values are shared (`Arc`), never
+//! copied.
+use lru::LruCache;
+
+use super::{Data, Kind};
+
+/// (pack id, pack offset of the entry).
+pub type Key = (u32, u64);
+
+pub struct DeltaCache {
+    entries: LruCache<Key, (Kind, Data)>,
+    bytes: usize,
+    capacity: usize,
+    hits: u64,
+    misses: u64,
+}
+
+impl DeltaCache {
+    pub fn new(capacity: usize) -> Self {
+        DeltaCache {
+            entries: LruCache::unbounded(),
+            bytes: 0,
+            capacity,
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    pub fn get(&mut self, key: Key) -> Option<(Kind, Data)> {
+        let found = self.entries.get(&key).cloned();
+        match found {
+            Some(_) => self.hits += 1,
+            None => self.misses += 1,
+        }
+        found
+    }
+
+    /// Keeps `data` unless it alone is larger than the whole cache; evicts least recently used entries to stay
+    /// within the byte cap.
+    pub fn put(&mut self, key: Key, kind: Kind, data: Data) {
+        if data.len() > self.capacity {
+            return;
+        }
+        self.bytes += data.len();
+        if let Some((_, old)) = self.entries.put(key, (kind, data)) {
+            self.bytes -= old.len();
+        }
+        while self.bytes > self.capacity {
+            match self.entries.pop_lru() {
+                Some((_, (_, evicted))) => self.bytes -= evicted.len(),
+                None => break,
+            }
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// (hits, misses) since creation.
+    pub fn hit_counts(&self) -> (u64, u64) {
+        (self.hits, self.misses)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn stays_within_its_byte_cap_and_evicts_least_recently_used() {
+        let mut cache = DeltaCache::new(10);
+        cache.put((0, 1), Kind::Blob, Arc::new(vec![0; 4]));
+        cache.put((0, 2), Kind::Blob, Arc::new(vec![0; 4]));
+        assert!(cache.get((0, 1)).is_some());
+        cache.put((0, 3), Kind::Blob, Arc::new(vec![0; 4]));
+        assert_eq!(cache.bytes(), 8);
+        assert!(cache.get((0, 2)).is_none(), "the least recently used entry goes first");
+        assert!(cache.get((0, 1)).is_some());
+        cache.put((0, 4), Kind::Blob, Arc::new(vec![0; 11]));
+        assert!(cache.get((0, 4)).is_none(), "larger than the whole cache: not kept");
+        cache.put((0, 1), Kind::Blob, Arc::new(vec![0; 2]));
+        assert_eq!(cache.bytes(), 6, "replacing an entry releases the old bytes");
+    }
+}

@@ -1,0 +1,170 @@
+//! Applying a git delta to its base (git's `patch_delta`).
+//!
+//! gix-pack has a delta applier, but it is `pub(crate)`: it is only reachable through `decode_entry`, whose
+//! cache keeps only final objects (see performance.md). Owning the base cache means owning these few lines.
+
+/// Why a delta could not be applied. Every case means the pack is damaged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeltaError {
+    #[error("delta header is truncated")]
+    TruncatedHeader,
+    #[error("delta expects a base of {expected} bytes, the base has {actual}")]
+    BaseSizeMismatch { expected: u64, actual: usize },
+    #[error("delta result of {size} bytes exceeds the limit of {limit} bytes")]
+    TooLarge { size: u64, limit: u64 },
+    #[error("delta copy instruction is truncated")]
+    TruncatedCopy,
+    #[error("delta copies bytes {offset}..{end} from a base of {base} bytes")]
+    CopyOutOfBounds { offset: u64, end: u64, base: usize },
+    #[error("delta contains the reserved opcode 0")]
+    ReservedOpcode,
+    #[error("delta writes past its declared result size of {size} bytes")]
+    Overflow { size: u64 },
+    #[error("delta produced {actual} bytes instead of its declared {expected}")]
+    ShortResult { expected: u64, actual: usize },
+}
+
+/// Reads one of the two sizes at the start of a delta: little-endian base-128.
+fn read_size(delta: &[u8], pos: &mut usize) -> Result<u64, DeltaError> {
+    let mut size = 0u64;
+    let mut shift = 0;
+    loop {
+        let byte = *delta.get(*pos).ok_or(DeltaError::TruncatedHeader)?;
+        *pos += 1;
+        if shift < 64 {
+            size |= u64::from(byte & 0x7f) << shift;
+        }
+        shift += 7;
+        if byte & 0x80 == 0 {
+            return Ok(size);
+        }
+    }
+}
+
+/// The result size a delta declares, without applying it (to check limits before allocating).
+pub fn result_size(delta: &[u8]) -> Result<u64, DeltaError> {
+    let mut pos = 0;
+    read_size(delta, &mut pos)?;
+    read_size(delta, &mut pos)
+}
+
+/// Applies `delta` to `base`, producing a new buffer of exactly the declared result size, refusing results
+/// larger than `limit` before allocating.
+pub fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, DeltaError> {
+    let mut pos = 0;
+    let base_size = read_size(delta, &mut pos)?;
+    if base_size != base.len() as u64 {
+        return Err(DeltaError::BaseSizeMismatch {
+            expected: base_size,
+            actual: base.len(),
+        });
+    }
+    let size = read_size(delta, &mut pos)?;
+    if size > limit {
+        return Err(DeltaError::TooLarge { size, limit });
+    }
+    let mut out = Vec::with_capacity(size as usize);
+    while let Some(&cmd) = delta.get(pos) {
+        pos += 1;
+        if cmd & 0x80 != 0 {
+            let mut field = |bit: u8, shift: u32| -> Result<u64, DeltaError> {
+                if cmd & bit == 0 {
+                    return Ok(0);
+                }
+                let byte = *delta.get(pos).ok_or(DeltaError::TruncatedCopy)?;
+                pos += 1;
+                Ok(u64::from(byte) << shift)
+            };
+            let offset = field(0x01, 0)? | field(0x02, 8)? | field(0x04, 16)? | field(0x08, 24)?;
+            let mut len = field(0x10, 0)? | field(0x20, 8)? | field(0x40, 16)?;
+            if len == 0 {
+                len = 0x10000;
+            }
+            let end = offset + len;
+            if end > base.len() as u64 {
+                return Err(DeltaError::CopyOutOfBounds {
+                    offset,
+                    end,
+                    base: base.len(),
+                });
+            }
+            if out.len() as u64 + len > size {
+                return Err(DeltaError::Overflow { size });
+            }
+            out.extend_from_slice(&base[offset as usize..end as usize]);
+        } else if cmd != 0 {
+            let len = usize::from(cmd);
+            let literal = delta.get(pos..pos + len).ok_or(DeltaError::TruncatedCopy)?;
+            if (out.len() + len) as u64 > size {
+                return Err(DeltaError::Overflow { size });
+            }
+            out.extend_from_slice(literal);
+            pos += len;
+        } else {
+            return Err(DeltaError::ReservedOpcode);
+        }
+    }
+    if out.len() as u64 != size {
+        return Err(DeltaError::ShortResult {
+            expected: size,
+            actual: out.len(),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// base "hello world", result "world, hello!": copy 6..11, insert ", ", copy 0..5, insert "!".
+    fn sample() -> Vec<u8> {
+        vec![11, 13, 0x91, 6, 5, 2, b',', b' ', 0x90, 5, 1, b'!']
+    }
+
+    #[test]
+    fn applies_copies_and_inserts() {
+        assert_eq!(apply(b"hello world", &sample(), u64::MAX).unwrap(), b"world, hello!");
+        assert_eq!(result_size(&sample()), Ok(13));
+    }
+
+    #[test]
+    fn damage_is_an_error_never_a_panic() {
+        let base = b"hello world";
+        let mut wrong_base = sample();
+        wrong_base[0] = 12;
+        assert!(matches!(
+            apply(base, &wrong_base, u64::MAX),
+            Err(DeltaError::BaseSizeMismatch { .. })
+        ));
+        let mut past_base = sample();
+        past_base[3] = 9;
+        assert!(matches!(
+            apply(base, &past_base, u64::MAX),
+            Err(DeltaError::CopyOutOfBounds { .. })
+        ));
+        let mut short = sample();
+        short[1] = 14;
+        assert!(matches!(
+            apply(base, &short, u64::MAX),
+            Err(DeltaError::ShortResult { .. })
+        ));
+        let mut long = sample();
+        long[1] = 12;
+        assert!(matches!(apply(base, &long, u64::MAX), Err(DeltaError::Overflow { .. })));
+        assert_eq!(apply(base, &sample()[..4], u64::MAX), Err(DeltaError::TruncatedCopy));
+        assert_eq!(apply(base, &[11, 13, 0], u64::MAX), Err(DeltaError::ReservedOpcode));
+        assert_eq!(apply(base, &[0x80], u64::MAX), Err(DeltaError::TruncatedHeader));
+        assert!(matches!(apply(base, &sample(), 12), Err(DeltaError::TooLarge { .. })));
+        for cut in 0..sample().len() {
+            let _ = apply(base, &sample()[..cut], u64::MAX);
+        }
+    }
+
+    #[test]
+    fn a_copy_of_size_zero_means_64_kib() {
+        let base = vec![7u8; 0x10000];
+        let delta = [0x80, 0x80, 0x04, 0x80, 0x80, 0x04, 0x80];
+        assert_eq!(apply(&base, &delta, u64::MAX).unwrap(), base);
+    }
+}

@@ -1,0 +1,326 @@
+//! The object database, read-only and shared by every thread: packs (gix-pack index + mapped data), loose
+//! objects and alternates, with a per-thread [`Resolver`] holding the delta-base cache and inflater.
+//!
+//! Lookup order is git's: every pack of every object directory (newest pack first), then loose objects.
+//! A miss rescans `objects/pack` once, since a `git repack` may have run meanwhile; packs that were already
+//! mapped stay readable even after their files are deleted.
+mod alternates;
+pub mod cache;
+pub mod delta;
+mod inflate;
+mod loose;
+mod pack;
+mod resolve;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
+
+pub use gix_hash::{ObjectId, oid};
+pub use gix_object::Kind;
+
+use crate::fatal::Bytes;
+use cache::DeltaCache;
+use inflate::Inflater;
+use pack::Pack;
+
+/// Object content, shared between the cache and responses without copying.
+pub type Data = Arc<Vec<u8>>;
+
+/// An object read from the store.
+#[derive(Debug, Clone)]
+pub struct Object {
+    pub kind: Kind,
+    pub data: Data,
+}
+
+/// What is wrong with a stored object. Each one names damage, never absence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Damage {
+    #[error("bad entry header: {0}")]
+    Entry(String),
+    #[error("entry lies past the end of the pack data (truncated pack?)")]
+    Truncated,
+    #[error("corrupt zlib stream")]
+    Zlib,
+    #[error("inflates to {} instead of the declared {declared} bytes", actual.map_or("more".into(), |n| n.to_string()))]
+    SizeMismatch { declared: u64, actual: Option<u64> },
+    #[error(transparent)]
+    Delta(#[from] delta::DeltaError),
+    #[error("object of {size} bytes exceeds the limit of {limit} bytes")]
+    TooLarge { size: u64, limit: u64 },
+    #[error("delta chain longer than {} entries (a delta cycle?)", resolve::MAX_DELTA_CHAIN)]
+    ChainTooDeep,
+    #[error("delta base {0} is in no pack and not loose")]
+    BaseMissing(ObjectId),
+    #[error("delta base offset points outside the pack")]
+    BadBaseOffset,
+    #[error("{0}")]
+    Unusable(String),
+    #[error("corrupt loose object header")]
+    LooseHeader,
+    #[error("garbage at end of loose object")]
+    TrailingGarbage,
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Where damage was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Pack {
+        path: PathBuf,
+        offset: u64,
+    },
+    Loose {
+        path: PathBuf,
+    },
+    /// A pack index that could not be read at all: any object might be in it.
+    Index {
+        path: PathBuf,
+    },
+}
+
+/// An object that exists but cannot be read correctly. Names the object and where the damage is.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot read object {oid} from {location}: {damage}")]
+pub struct ReadError {
+    pub oid: ObjectId,
+    pub location: Location,
+    pub damage: Damage,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |p: &Path| Bytes(p.as_os_str().as_bytes()).to_string();
+        match self {
+            Location::Pack { path, offset } => write!(f, "{} at offset {offset}", show(path)),
+            Location::Loose { path } => write!(f, "{}", show(path)),
+            Location::Index { path } => write!(f, "unreadable pack index {}", show(path)),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Largest object (or delta result) we agree to allocate.
+    pub max_object_size: u64,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            max_object_size: 4 << 30,
+        }
+    }
+}
+
+/// Per-thread scratch state for reading objects: the delta-base cache and the inflater.
+pub struct Resolver {
+    cache: DeltaCache,
+    inflater: Inflater,
+    /// Bytes inflated so far (objects and deltas), to see what the cache saves.
+    pub inflated_bytes: u64,
+}
+
+impl Resolver {
+    pub fn new(delta_cache_bytes: usize) -> Self {
+        Resolver {
+            cache: DeltaCache::new(delta_cache_bytes),
+            inflater: Inflater::default(),
+            inflated_bytes: 0,
+        }
+    }
+
+    pub fn cache(&self) -> &DeltaCache {
+        &self.cache
+    }
+}
+
+/// The packs of one object directory as last scanned.
+#[derive(Default)]
+struct PackSet {
+    packs: Vec<Arc<Pack>>,
+    /// Index files that could not be read; an object missing elsewhere may be in them.
+    bad_indexes: Vec<(PathBuf, String)>,
+}
+
+struct ObjectDir {
+    path: PathBuf,
+    packs: RwLock<Arc<PackSet>>,
+    /// Modification time of `objects/pack` at the last scan; a rescan is only needed when it changed.
+    scanned: Mutex<Option<SystemTime>>,
+}
+
+pub struct Store {
+    hash: gix_hash::Kind,
+    dirs: Vec<ObjectDir>,
+    next_pack_id: AtomicU32,
+    options: StoreOptions,
+}
+
+impl Store {
+    /// Opens the object directory and its alternates and maps their packs.
+    pub fn open(objects_dir: &Path, hash: gix_hash::Kind, options: StoreOptions) -> Store {
+        let env_alternates = std::env::var_os("GIT_ALTERNATE_OBJECT_DIRECTORIES");
+        let dirs = alternates::object_dirs(objects_dir, env_alternates.as_deref())
+            .into_iter()
+            .map(|path| ObjectDir {
+                path,
+                packs: RwLock::default(),
+                scanned: Mutex::new(None),
+            })
+            .collect();
+        let store = Store {
+            hash,
+            dirs,
+            next_pack_id: AtomicU32::new(0),
+            options,
+        };
+        for dir in &store.dirs {
+            store.rescan(dir);
+        }
+        store
+    }
+
+    pub fn object_hash(&self) -> gix_hash::Kind {
+        self.hash
+    }
+
+    /// Number of packs currently mapped, over all object directories.
+    pub fn pack_count(&self) -> usize {
+        self.dirs.iter().map(|dir| snapshot(dir).packs.len()).sum()
+    }
+
+    /// Reads an object: `Ok(None)` if no object directory has it, an error if every copy found is damaged.
+    pub fn read(&self, id: &oid, resolver: &mut Resolver) -> Result<Option<Object>, ReadError> {
+        if id == gix_hash::ObjectId::empty_tree(self.hash) {
+            return Ok(Some(Object {
+                kind: Kind::Tree,
+                data: Arc::default(),
+            }));
+        }
+        let mut first_error = None;
+        for attempt in 0..2 {
+            for dir in &self.dirs {
+                for pack in &snapshot(dir).packs {
+                    let Some(offset) = pack.lookup(id) else { continue };
+                    match self.read_packed(id, pack, offset, resolver) {
+                        Ok(object) => return Ok(Some(object)),
+                        Err(err) => _ = first_error.get_or_insert(err),
+                    }
+                }
+            }
+            if attempt == 0 {
+                for dir in &self.dirs {
+                    let path = loose::path(&dir.path, id);
+                    match loose::read(&path, self.options.max_object_size) {
+                        Ok(Some((kind, data))) => {
+                            return Ok(Some(Object {
+                                kind,
+                                data: Arc::new(data),
+                            }));
+                        }
+                        Ok(None) => {}
+                        Err(damage) => {
+                            _ = first_error.get_or_insert(ReadError {
+                                oid: id.to_owned(),
+                                location: Location::Loose { path },
+                                damage,
+                            })
+                        }
+                    }
+                }
+            }
+            if first_error.is_some() {
+                break;
+            }
+            let changed = self.dirs.iter().fold(false, |changed, dir| self.rescan(dir) | changed);
+            if !changed {
+                break;
+            }
+        }
+        if let Some(err) = first_error {
+            return Err(err);
+        }
+        for dir in &self.dirs {
+            if let Some((path, why)) = snapshot(dir).bad_indexes.first() {
+                return Err(ReadError {
+                    oid: id.to_owned(),
+                    location: Location::Index { path: path.clone() },
+                    damage: Damage::Unusable(why.clone()),
+                });
+            }
+        }
+        Ok(None)
+    }
+
+    /// Finds `id` in any pack, for REF_DELTA bases that live outside the delta's own pack.
+    fn find_packed(&self, id: &oid) -> Option<(Arc<Pack>, u64)> {
+        self.dirs.iter().find_map(|dir| {
+            let set = snapshot(dir);
+            set.packs
+                .iter()
+                .find_map(|pack| pack.lookup(id).map(|offset| (Arc::clone(pack), offset)))
+        })
+    }
+
+    /// Reads `id` as a loose object from any object directory (a REF_DELTA base may be loose).
+    fn find_loose(&self, id: &oid) -> Option<Result<(Kind, Vec<u8>), Damage>> {
+        self.dirs
+            .iter()
+            .find_map(|dir| loose::read(&loose::path(&dir.path, id), self.options.max_object_size).transpose())
+    }
+
+    /// Rescans `objects/pack` of `dir` if it changed since the last scan; true if the set of packs changed.
+    fn rescan(&self, dir: &ObjectDir) -> bool {
+        let pack_dir = dir.path.join("pack");
+        let mut scanned = dir.scanned.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mtime = std::fs::metadata(&pack_dir).and_then(|m| m.modified()).ok();
+        if scanned.is_some() && *scanned == mtime {
+            return false;
+        }
+        *scanned = mtime;
+        let current = snapshot(dir);
+        let mut idx_paths: Vec<PathBuf> = std::fs::read_dir(&pack_dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.extension() == Some(OsStr::new("idx")))
+            .collect();
+        idx_paths.sort();
+        let mut next = PackSet::default();
+        let mut changed = false;
+        for idx_path in idx_paths {
+            let pack_path = idx_path.with_extension("pack");
+            if let Some(known) = current.packs.iter().find(|p| p.pack_path == pack_path) {
+                next.packs.push(Arc::clone(known));
+                continue;
+            }
+            changed = true;
+            let id = self.next_pack_id.fetch_add(1, Ordering::Relaxed);
+            match Pack::open(&idx_path, id, self.hash) {
+                Ok(pack) => next.packs.push(Arc::new(pack)),
+                Err(why) => next.bad_indexes.push((idx_path, why)),
+            }
+        }
+        // Packs whose files are gone stay mapped and readable, after the live ones.
+        for pack in &current.packs {
+            if !next.packs.iter().any(|p| Arc::ptr_eq(p, pack)) {
+                next.packs.push(Arc::clone(pack));
+            }
+        }
+        changed |= next.bad_indexes.len() != current.bad_indexes.len();
+        // Newest first, as git orders packs: recent objects are asked for most.
+        next.packs.sort_by_key(|pack| std::cmp::Reverse(pack.mtime));
+        *dir.packs.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
+        changed
+    }
+}
+
+fn snapshot(dir: &ObjectDir) -> Arc<PackSet> {
+    Arc::clone(&dir.packs.read().unwrap_or_else(|poisoned| poisoned.into_inner()))
+}

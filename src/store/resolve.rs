@@ -1,0 +1,111 @@
+//! Turning a pack entry into an object: walk the delta chain down to its base (iteratively, so any depth is
+//! safe for the stack), then apply the deltas back up, keeping the base and every intermediate result in the
+//! delta-base cache for the chains that start from them next.
+use std::sync::Arc;
+
+use gix_pack::data::entry::Header;
+
+use super::pack::Pack;
+use super::{Damage, Data, Location, Object, ReadError, Resolver, Store, delta, oid};
+
+/// Longer chains than this are refused as damage (a REF_DELTA cycle never ends otherwise). git's
+/// pack-objects caps `--depth` at 4095; this leaves room for any pack git writes.
+pub const MAX_DELTA_CHAIN: usize = 8192;
+
+/// A delta entry waiting for its base.
+struct Link {
+    pack: Arc<Pack>,
+    offset: u64,
+    entry: gix_pack::data::Entry,
+}
+
+impl Store {
+    /// Reads the object whose entry starts at `offset` in `pack`.
+    pub(super) fn read_packed(
+        &self,
+        id: &oid,
+        pack: &Arc<Pack>,
+        offset: u64,
+        resolver: &mut Resolver,
+    ) -> Result<Object, ReadError> {
+        let limit = self.options.max_object_size;
+        let mut chain: Vec<Link> = Vec::new();
+        let mut pack = Arc::clone(pack);
+        let mut offset = offset;
+        let damaged = |pack: &Pack, offset: u64, damage: Damage| ReadError {
+            oid: id.to_owned(),
+            location: Location::Pack {
+                path: pack.pack_path.clone(),
+                offset,
+            },
+            damage,
+        };
+
+        // Down: follow bases until one is cached or stored whole.
+        let (kind, mut data, cached) = loop {
+            if let Some((kind, data)) = resolver.cache.get((pack.id, offset)) {
+                break (kind, data, true);
+            }
+            let entry = pack.entry(offset).map_err(|d| damaged(&pack, offset, d))?;
+            let base = match entry.header {
+                Header::OfsDelta { base_distance } => {
+                    let base = entry.checked_base_pack_offset(base_distance);
+                    let base = base.ok_or_else(|| damaged(&pack, offset, Damage::BadBaseOffset))?;
+                    (Arc::clone(&pack), base)
+                }
+                Header::RefDelta { base_id } => match pack.lookup(&base_id) {
+                    Some(base) => (Arc::clone(&pack), base),
+                    None => match self.find_packed(&base_id) {
+                        Some(found) => found,
+                        None => {
+                            // The base may be loose; then the chain ends here with it as the base.
+                            let loose = self.find_loose(&base_id);
+                            let loose = loose.ok_or_else(|| damaged(&pack, offset, Damage::BaseMissing(base_id)))?;
+                            let (kind, data) = loose.map_err(|d| damaged(&pack, offset, d))?;
+                            chain.push(Link {
+                                pack: Arc::clone(&pack),
+                                offset,
+                                entry,
+                            });
+                            break (kind, Arc::new(data), true);
+                        }
+                    },
+                },
+                Header::Blob | Header::Tree | Header::Commit | Header::Tag => {
+                    let kind = entry.header.as_kind().expect("a base entry has an object kind");
+                    let data = pack.inflate(&entry, &mut resolver.inflater, limit);
+                    let data = data.map_err(|d| damaged(&pack, offset, d))?;
+                    resolver.inflated_bytes += data.len() as u64;
+                    break (kind, Arc::new(data), false);
+                }
+            };
+            chain.push(Link {
+                pack: Arc::clone(&pack),
+                offset,
+                entry,
+            });
+            if chain.len() > MAX_DELTA_CHAIN {
+                return Err(damaged(&pack, offset, Damage::ChainTooDeep));
+            }
+            (pack, offset) = base;
+        };
+
+        // The base is worth keeping only if deltas are built on it.
+        if !cached && !chain.is_empty() {
+            resolver.cache.put((pack.id, offset), kind, Arc::clone(&data));
+        }
+
+        // Up: apply each delta to the result so far; keep intermediates, return the last.
+        while let Some(link) = chain.pop() {
+            let delta = link.pack.inflate(&link.entry, &mut resolver.inflater, limit);
+            let delta = delta.map_err(|d| damaged(&link.pack, link.offset, d))?;
+            resolver.inflated_bytes += delta.len() as u64;
+            let result = delta::apply(&data, &delta, limit).map_err(|d| damaged(&link.pack, link.offset, d.into()))?;
+            data = Data::new(result);
+            if !chain.is_empty() {
+                resolver.cache.put((link.pack.id, link.offset), kind, Arc::clone(&data));
+            }
+        }
+        Ok(Object { kind, data })
+    }
+}
