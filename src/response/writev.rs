@@ -145,26 +145,14 @@ fn next_batch(bufs: &[IoSlice<'_>], max_iovecs: usize, max_bytes: usize) -> Batc
         // `bytes < max_bytes` here: the loop stops as soon as it reaches the limit.
         let room = max_bytes - bytes;
         if buf.len() > room {
-            return Batch {
-                iovecs: i + 1,
-                bytes: max_bytes,
-                cut: Some(room),
-            };
+            return Batch { iovecs: i + 1, bytes: max_bytes, cut: Some(room) };
         }
         bytes += buf.len();
         if bytes == max_bytes {
-            return Batch {
-                iovecs: i + 1,
-                bytes,
-                cut: None,
-            };
+            return Batch { iovecs: i + 1, bytes, cut: None };
         }
     }
-    Batch {
-        iovecs: bufs.len().min(max_iovecs),
-        bytes,
-        cut: None,
-    }
+    Batch { iovecs: bufs.len().min(max_iovecs), bytes, cut: None }
 }
 
 /// Gives an emptied iovec array's allocation back for the next call with other lifetimes. The `map` never runs;
@@ -172,19 +160,12 @@ fn next_batch(bufs: &[IoSlice<'_>], max_iovecs: usize, max_bytes: usize) -> Batc
 /// iteration). Should that ever stop, this is still correct and merely returns an unallocated `Vec`.
 fn recycle(mut iovecs: Vec<IoSlice<'_>>) -> Vec<IoSlice<'static>> {
     iovecs.clear();
-    iovecs
-        .into_iter()
-        .map(|_| -> IoSlice<'static> { unreachable!("the Vec was cleared") })
-        .collect()
+    iovecs.into_iter().map(|_| -> IoSlice<'static> { unreachable!("the Vec was cleared") }).collect()
 }
 
 impl<S: Sink> GatherWriter<S> {
     pub fn new(sink: S) -> Self {
-        GatherWriter {
-            sink,
-            syscalls: 0,
-            scratch: Vec::new(),
-        }
+        GatherWriter { sink, syscalls: 0, scratch: Vec::new() }
     }
 
     /// Writes every byte of `bufs` (one or more whole responses) before returning.
@@ -229,10 +210,7 @@ impl<S: Sink> GatherWriter<S> {
             match result {
                 Ok(0) => {
                     // A sink that takes nothing and reports no error would make this loop forever.
-                    return Err(WriteError::Io(io::Error::new(
-                        ErrorKind::WriteZero,
-                        "failed to write whole buffer",
-                    )));
+                    return Err(WriteError::Io(io::Error::new(ErrorKind::WriteZero, "failed to write whole buffer")));
                 }
                 Ok(written) if written > batch.bytes => {
                     return Err(WriteError::Io(io::Error::other(format!(
@@ -310,10 +288,7 @@ mod tests {
     impl Sink for Double {
         fn writev(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
             let offered = bufs.iter().map(|b| b.len()).sum();
-            self.calls.push(Call {
-                iovecs: bufs.len(),
-                offered,
-            });
+            self.calls.push(Call { iovecs: bufs.len(), offered });
             if let Some(kind) = self.errors.pop_front() {
                 return Err(kind.into());
             }
@@ -350,13 +325,7 @@ mod tests {
         [0, 5, 100 * 1024]
             .into_iter()
             .enumerate()
-            .map(|(i, len)| {
-                [
-                    format!("{i:040x} blob {len}\n").into_bytes(),
-                    payload(len),
-                    b"\n".to_vec(),
-                ]
-            })
+            .map(|(i, len)| [format!("{i:040x} blob {len}\n").into_bytes(), payload(len), b"\n".to_vec()])
             .collect()
     }
 
@@ -371,16 +340,8 @@ mod tests {
     /// Compares byte streams without dumping megabytes when they differ.
     fn assert_same_bytes(got: &[u8], want: &[u8]) {
         if got != want {
-            let first = got
-                .iter()
-                .zip(want)
-                .position(|(a, b)| a != b)
-                .unwrap_or(got.len().min(want.len()));
-            panic!(
-                "byte streams differ: got {} bytes, want {}, first difference at {first}",
-                got.len(),
-                want.len()
-            );
+            let first = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
+            panic!("byte streams differ: got {} bytes, want {}, first difference at {first}", got.len(), want.len());
         }
     }
 
@@ -393,11 +354,7 @@ mod tests {
             writer.write_all(&mut slices(&responses)).unwrap();
             let sink = writer.sink();
             assert_same_bytes(&sink.out, &want);
-            assert_eq!(
-                sink.calls.len(),
-                want.len().div_ceil(per_call),
-                "calls with {per_call} bytes per call"
-            );
+            assert_eq!(sink.calls.len(), want.len().div_ceil(per_call), "calls with {per_call} bytes per call");
             assert_eq!(writer.syscalls(), sink.calls.len() as u64);
         }
     }
@@ -572,18 +529,10 @@ mod tests {
 
         let big = 1024 * 1024 + 3;
         let responses = [
-            [
-                format!("{:040x} blob {big}\n", 1).into_bytes(),
-                payload(big),
-                b"\n".to_vec(),
-            ],
+            [format!("{:040x} blob {big}\n", 1).into_bytes(), payload(big), b"\n".to_vec()],
             [format!("{:040x} blob 5\n", 2).into_bytes(), payload(5), b"\n".to_vec()],
         ];
-        let sink = CountingFdSink {
-            inner: FdSink::new(write_end.as_raw_fd()),
-            would_block: 0,
-            full: Some(full_tx),
-        };
+        let sink = CountingFdSink { inner: FdSink::new(write_end.as_raw_fd()), would_block: 0, full: Some(full_tx) };
         let mut writer = GatherWriter::new(sink);
         writer.write_all(&mut slices(&responses)).unwrap();
         let would_block = writer.sink().would_block;
@@ -612,22 +561,15 @@ mod tests {
         let (read_end, write_end) = rustix::pipe::pipe().unwrap();
         drop(read_end);
         let mut writer = GatherWriter::new(FdSink::new(write_end.as_raw_fd()));
-        let err = writer
-            .write_all(&mut [IoSlice::new(b"hdr\n"), IoSlice::new(b"data"), IoSlice::new(b"\n")])
-            .unwrap_err();
+        let err =
+            writer.write_all(&mut [IoSlice::new(b"hdr\n"), IoSlice::new(b"data"), IoSlice::new(b"\n")]).unwrap_err();
         assert!(err.is_broken_pipe());
         assert_eq!(err.to_string(), "write to frontend failed: Broken pipe");
     }
 
     #[test]
     fn strerror_drops_only_the_os_error_number() {
-        assert_eq!(
-            strerror(&io::Error::from_raw_os_error(libc::EBADF)),
-            "Bad file descriptor"
-        );
-        assert_eq!(
-            strerror(&io::Error::other("no OS here (os error 9)")),
-            "no OS here (os error 9)"
-        );
+        assert_eq!(strerror(&io::Error::from_raw_os_error(libc::EBADF)), "Bad file descriptor");
+        assert_eq!(strerror(&io::Error::other("no OS here (os error 9)")), "no OS here (os error 9)");
     }
 }
