@@ -1,0 +1,186 @@
+//! An interactive frontend, like a remote helper driving fast-import: send one `cat-blob`, read the complete
+//! reply, and only then send the next. cat-blobd must never hold a reply back waiting for more input. A reply
+//! that does not arrive within `REPLY_TIMEOUT` kills the child and fails the test: a hang must become a failure,
+//! never a stuck CI.
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::Duration;
+
+use crate::util::{
+    CAT_BLOBD, Fixture, Rng, assert_bytes_eq, blobs, cat_blob_stream, clean_git_env, escape, git_fast_import, read_all,
+};
+
+const REQUESTS: usize = 1000;
+const REPLY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Where cat-blobd writes its replies; the test reads them from the child's stdout pipe either way.
+#[derive(Clone, Copy, Debug)]
+enum Transport {
+    /// The default: responses on fd 1.
+    Stdout,
+    /// `--cat-blob-fd=3`, with fd 3 our pipe and fd 1 sent to stderr (which must stay empty).
+    Fd3,
+}
+
+/// Splits the oracle's batch output into the raw bytes of each response, keyed by id.
+fn split_responses(mut bytes: &[u8]) -> HashMap<String, Vec<u8>> {
+    let mut replies = HashMap::new();
+    while !bytes.is_empty() {
+        let nl = bytes.iter().position(|&b| b == b'\n').expect("header LF");
+        let header = std::str::from_utf8(&bytes[..nl]).expect("ascii header");
+        let id = header.split(' ').next().expect("id").to_owned();
+        let len = match header.split(' ').collect::<Vec<_>>().as_slice() {
+            [_, "missing"] => nl + 1,
+            [_, "blob", size] => nl + 1 + size.parse::<usize>().expect("size") + 1,
+            _ => panic!("unexpected header {header:?}"),
+        };
+        replies.insert(id, bytes[..len].to_vec());
+        bytes = &bytes[len..];
+    }
+    replies
+}
+
+/// Reads one complete reply: `<hex> missing\n`, or `<hex> blob <size>\n` + size bytes + `\n`.
+fn read_reply(from: &mut impl BufRead) -> io::Result<Vec<u8>> {
+    let mut reply = Vec::new();
+    if from.read_until(b'\n', &mut reply)? == 0 || !reply.ends_with(b"\n") {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("EOF in header {:?}", escape(&reply))));
+    }
+    let header = std::str::from_utf8(&reply[..reply.len() - 1])
+        .map_err(|_| io::Error::other(format!("non-ASCII header {}", escape(&reply))))?;
+    match header.split(' ').collect::<Vec<_>>().as_slice() {
+        [_, "missing"] => Ok(reply),
+        [_, "blob", size] => {
+            let size: usize = size.parse().map_err(|_| io::Error::other(format!("bad size in {header:?}")))?;
+            let start = reply.len();
+            reply.resize(start + size + 1, 0);
+            from.read_exact(&mut reply[start..])?;
+            Ok(reply)
+        }
+        _ => Err(io::Error::other(format!("unexpected header {header:?}"))),
+    }
+}
+
+/// Kills the child when the test ends early (panics included), so no process outlives its test.
+struct KillOnDrop(Arc<Mutex<Child>>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let mut child = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if matches!(child.try_wait(), Ok(None)) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn one_request_at_a_time(transport: Transport) {
+    let fixture = Fixture::Basic;
+    let blobs = blobs(fixture);
+    let mut rng = Rng::new(7);
+    let missing: Vec<String> = (0..5).map(|_| rng.hex_id()).collect();
+    let requests: Vec<&str> = (0..REQUESTS)
+        .map(|i| if i % 97 == 96 { &missing[(i / 97) % missing.len()] } else { &blobs[i % blobs.len()] })
+        .map(String::as_str)
+        .collect();
+
+    // The expected reply for every distinct id, from one batch run of git.
+    let mut distinct = blobs.clone();
+    distinct.extend(missing.iter().cloned());
+    let git = git_fast_import(fixture, &cat_blob_stream(&distinct), true);
+    assert!(git.status.success(), "git: {}", git.describe());
+    let expected = split_responses(&git.fd3);
+    assert_eq!(expected.len(), distinct.len());
+
+    let script = match transport {
+        Transport::Stdout => r#"exec "$0" "$@""#,
+        Transport::Fd3 => r#"exec "$0" "$@" 3>&1 1>&2"#,
+    };
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(script).arg(CAT_BLOBD).arg("--quiet").arg("--git-dir").arg(fixture.git_dir());
+    if let Transport::Fd3 = transport {
+        cmd.arg("--cat-blob-fd=3");
+    }
+    clean_git_env(&mut cmd);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn cat-blobd");
+    let mut input = child.stdin.take().expect("stdin");
+    let mut output = BufReader::new(child.stdout.take().expect("stdout"));
+    let stderr = read_all(child.stderr.take().expect("stderr"));
+    let child = Arc::new(Mutex::new(child));
+    let _kill_on_drop = KillOnDrop(Arc::clone(&child));
+
+    // The watchdog: every complete reply ticks; no tick within REPLY_TIMEOUT kills the child, which turns the
+    // blocked read below into an EOF and the test into a failure.
+    let (tick, ticks) = mpsc::channel::<()>();
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let watchdog = {
+        let child = Arc::clone(&child);
+        let timed_out = Arc::clone(&timed_out);
+        thread::spawn(move || {
+            loop {
+                match ticks.recv_timeout(REPLY_TIMEOUT) {
+                    Ok(()) => {}
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        timed_out.store(true, Ordering::SeqCst);
+                        let _ = child.lock().unwrap_or_else(|e| e.into_inner()).kill();
+                        return;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        })
+    };
+    let fail = |n: usize, id: &str, err: &dyn std::fmt::Display| -> ! {
+        if timed_out.load(Ordering::SeqCst) {
+            panic!("{transport:?}: no complete reply to request #{n} (cat-blob {id}) within {REPLY_TIMEOUT:?}: {err}");
+        }
+        panic!("{transport:?}: request #{n} (cat-blob {id}): {err}");
+    };
+
+    for (n, id) in requests.iter().enumerate() {
+        if let Err(err) = writeln!(input, "cat-blob {id}").and_then(|()| input.flush()) {
+            fail(n, id, &err);
+        }
+        let reply = read_reply(&mut output).unwrap_or_else(|err| fail(n, id, &err));
+        assert_bytes_eq(&format!("{transport:?}: reply #{n} (cat-blob {id})"), &expected[*id], &reply);
+        tick.send(()).expect("watchdog alive");
+    }
+
+    // EOF on stdin ends the stream: exit 0, nothing more on the reply pipe, nothing on stderr.
+    drop(input);
+    let status = loop {
+        if let Some(status) = child.lock().unwrap().try_wait().expect("try_wait") {
+            break status;
+        }
+        assert!(!timed_out.load(Ordering::SeqCst), "{transport:?}: cat-blobd did not exit after EOF");
+        thread::sleep(Duration::from_millis(2));
+    };
+    drop(tick);
+    watchdog.join().expect("watchdog");
+    let mut rest = Vec::new();
+    output.read_to_end(&mut rest).expect("read rest");
+    let stderr = stderr.join().expect("stderr");
+    assert!(status.success() && !timed_out.load(Ordering::SeqCst), "{transport:?}: {status}: {}", escape(&stderr));
+    assert!(
+        rest.is_empty(),
+        "{transport:?}: unexpected output after the last reply: {}",
+        escape(&rest[..rest.len().min(200)])
+    );
+    assert!(stderr.is_empty(), "{transport:?}: stderr: {}", escape(&stderr));
+}
+
+#[test]
+fn one_request_at_a_time_on_stdout() {
+    one_request_at_a_time(Transport::Stdout);
+}
+
+#[test]
+fn one_request_at_a_time_on_cat_blob_fd() {
+    one_request_at_a_time(Transport::Fd3);
+}
