@@ -1,56 +1,82 @@
-//! The command line, spelled like `git fast-import`'s so cat-blobd can take its place in a pipeline.
+//! The command line. cat-blobd's own flags go through clap; every other `--flag` is git fast-import's and is
+//! kept, in order, for the session to apply lazily exactly as git's `parse_argv` does (after the stream's
+//! leading `feature`/`option` lines), so cat-blobd can take `git fast-import`'s place in a pipeline.
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 
 use clap::Parser;
 
-/// Answers git fast-import read commands (`cat-blob`) from an existing repository.
+/// Answers git fast-import read commands (cat-blob, get-mark, ls) from an existing repository.
 ///
-/// Reads a fast-import command stream on stdin and writes each response to the cat-blob fd,
-/// byte for byte like `git fast-import --cat-blob-fd=<fd>`.
+/// Reads a fast-import command stream on stdin and writes each response to the cat-blob fd, byte for byte
+/// like `git fast-import --cat-blob-fd=<fd>`.
 #[derive(Debug, Parser)]
-#[command(name = "cat-blobd", version)]
+#[command(
+    name = "cat-blobd",
+    version,
+    after_help = "git fast-import's flags are accepted too and behave as in git: --cat-blob-fd=<fd> (also \
+                  --cat-blob-fd <fd>), --done, --quiet, --stats, --import-marks=<f>, \
+                  --import-marks-if-exists=<f>, --export-marks=<f>, --relative-marks, --no-relative-marks, \
+                  --allow-unsafe-features, --force, --date-format=<f>, --max-pack-size=<n>, \
+                  --big-file-threshold=<n>, --depth=<n>, --active-branches=<n>, --export-pack-edges=<f>, \
+                  --signed-commits=<mode>, --signed-tags=<mode>, --rewrite-submodules-from=<name>:<f>, \
+                  --rewrite-submodules-to=<name>:<f>. Options that only matter when writing a pack are \
+                  validated and ignored."
+)]
 pub struct Cli {
     /// The repository's git directory (else GIT_DIR, else found by walking up from the current directory).
     #[arg(long, value_name = "DIR")]
     pub git_dir: Option<PathBuf>,
 
-    /// File descriptor that receives responses (git accepts decimal, 0x hex and 0 octal).
-    #[arg(long, value_name = "FD", default_value = "1", value_parser = parse_fd)]
-    pub cat_blob_fd: i32,
-
-    /// Accepted for compatibility with git fast-import; cat-blobd prints nothing extra unless asked.
-    #[arg(long)]
-    pub quiet: bool,
-
-    /// Print a summary on stderr at the end: requests, bytes, elapsed time, throughput.
-    #[arg(long)]
-    pub stats: bool,
-
     /// Bytes of undeltified and intermediate delta bases to keep (like core.deltaBaseCacheLimit).
     #[arg(long, value_name = "BYTES", default_value = "96m", value_parser = parse_size)]
     pub delta_cache_size: u64,
+
+    /// Bytes of blobs defined in the stream (`blob` commands) to keep in memory; the rest goes to a
+    /// temporary file.
+    #[arg(long, value_name = "BYTES", default_value = "256m", value_parser = parse_size)]
+    pub stream_blob_memory: u64,
 }
 
-/// `--cat-blob-fd` is parsed like git's `ulong_arg` (`strtoul(arg, &end, 0)` with no sign and nothing after it),
-/// then capped at `INT_MAX`.
-fn parse_fd(arg: &str) -> Result<i32, String> {
-    let value = parse_c_ulong(arg).ok_or("--cat-blob-fd: argument must be a non-negative integer")?;
-    i32::try_from(value).map_err(|_| format!("--cat-blob-fd cannot exceed {}", i32::MAX))
+/// The whole command line: cat-blobd's flags, and git fast-import's in their original order.
+#[derive(Debug)]
+pub struct Args {
+    pub cli: Cli,
+    pub fast_import: Vec<Vec<u8>>,
 }
 
-/// C's `strtoul(s, _, 0)` for a whole string: `0x` hex, leading `0` octal, else decimal; no sign.
-fn parse_c_ulong(arg: &str) -> Option<u64> {
-    let (digits, radix) = if let Some(hex) = arg.strip_prefix("0x").or_else(|| arg.strip_prefix("0X")) {
-        (hex, 16)
-    } else if arg.len() > 1 && arg.starts_with('0') {
-        (&arg[1..], 8)
-    } else {
-        (arg, 10)
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
+/// Flags that belong to cat-blobd itself (each takes a value, as `--flag=v` or `--flag v`).
+const OWN_VALUE_FLAGS: [&str; 3] = ["--git-dir", "--delta-cache-size", "--stream-blob-memory"];
+
+/// Splits `args` (without the program name) between clap and git's flag list.
+pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, clap::Error> {
+    let mut own = vec![OsString::from("cat-blobd")];
+    let mut fast_import = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let text = arg.to_string_lossy();
+        let name = text.split('=').next().unwrap_or_default();
+        if OWN_VALUE_FLAGS.contains(&name) {
+            let has_value = text.contains('=');
+            own.push(arg);
+            if !has_value && let Some(value) = args.next() {
+                own.push(value);
+            }
+        } else if matches!(&*text, "--help" | "--version" | "-V") {
+            own.push(arg);
+        } else if text == "--cat-blob-fd"
+            && let Some(value) = args.next()
+        {
+            // git only takes `--cat-blob-fd=<fd>`; the two-word form is a convenience.
+            let mut joined = b"--cat-blob-fd=".to_vec();
+            joined.extend_from_slice(&value.into_vec());
+            fast_import.push(joined);
+        } else {
+            fast_import.push(arg.into_vec());
+        }
     }
-    u64::from_str_radix(digits, radix).ok()
+    Ok(Args { cli: Cli::try_parse_from(own)?, fast_import })
 }
 
 /// A byte count with git's optional unit suffix: `k`, `m`, `g` (powers of 1024).
@@ -73,26 +99,17 @@ fn parse_size(arg: &str) -> Result<u64, String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn cat_blob_fd_takes_c_radix_prefixes_like_git() {
-        assert_eq!(parse_fd("3"), Ok(3));
-        assert_eq!(parse_fd("0x3"), Ok(3));
-        assert_eq!(parse_fd("010"), Ok(8));
-        assert_eq!(parse_fd("0"), Ok(0));
-        assert!(parse_fd("-1").is_err());
-        assert!(parse_fd("abc").is_err());
-        assert!(parse_fd("3x").is_err());
-        assert_eq!(
-            parse_fd("2147483648"),
-            Err("--cat-blob-fd cannot exceed 2147483647".into())
-        );
+    fn split(args: &[&str]) -> Args {
+        parse(args.iter().map(OsString::from)).unwrap()
     }
 
     #[test]
-    fn both_flag_spellings_parse() {
-        let a = Cli::try_parse_from(["cat-blobd", "--cat-blob-fd=3"]).unwrap();
-        let b = Cli::try_parse_from(["cat-blobd", "--cat-blob-fd", "3"]).unwrap();
-        assert_eq!((a.cat_blob_fd, b.cat_blob_fd), (3, 3));
+    fn own_flags_go_to_clap_and_the_rest_stays_in_order() {
+        let args = split(&["--quiet", "--git-dir", "/r", "--cat-blob-fd", "3", "--delta-cache-size=1m", "--done", "x"]);
+        assert_eq!(args.cli.git_dir, Some(PathBuf::from("/r")));
+        assert_eq!(args.cli.delta_cache_size, 1 << 20);
+        let expected: Vec<&[u8]> = vec![b"--quiet", b"--cat-blob-fd=3", b"--done", b"x"];
+        assert_eq!(args.fast_import, expected);
     }
 
     #[test]

@@ -58,10 +58,7 @@ mod tests {
 
     #[test]
     fn control_bytes_become_question_marks_but_tab_stays() {
-        assert_eq!(
-            fatal_line("garbage after SHA1: x\r\u{1b}\t\u{7f}"),
-            b"fatal: garbage after SHA1: x??\t?\n"
-        );
+        assert_eq!(fatal_line("garbage after SHA1: x\r\u{1b}\t\u{7f}"), b"fatal: garbage after SHA1: x??\t?\n");
     }
 
     #[test]

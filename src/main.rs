@@ -1,28 +1,26 @@
-//! The `cat-blobd` binary: parse flags, run one stream from stdin, map errors to exit codes
-//! (128 fatal as git's `die`, 129 usage).
+//! The `cat-blobd` binary: parse flags, find the repository, run one stream from stdin, exit with git's status
+//! (0, 1 when the marks file could not be written, 128 fatal, 129 usage).
 #![deny(unsafe_code)]
 
 use std::os::fd::AsFd;
 use std::process::ExitCode;
 
-use clap::Parser;
 use clap::error::ErrorKind;
 
-use cat_blobd::cli::Cli;
+use cat_blobd::cli;
 use cat_blobd::fatal::print_fatal;
 use cat_blobd::repo::Repository;
-use cat_blobd::response::writev::{FdSink, GatherWriter};
-use cat_blobd::session::{self, SessionOptions};
-use cat_blobd::store::{Store, StoreOptions};
+use cat_blobd::session::{self, SessionConfig, StreamIo, ls::LsOptions};
+use cat_blobd::store::{Replacements, Store, StoreOptions};
 
 fn main() -> ExitCode {
     restore_sigpipe();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let args = match cli::parse(std::env::args_os().skip(1)) {
+        Ok(args) => args,
         Err(err) => return usage_error(err),
     };
-    match run(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    match run(args) {
+        Ok(code) => ExitCode::from(code),
         Err(err) => {
             print_fatal(&format!("{err:#}"));
             ExitCode::from(128)
@@ -30,49 +28,35 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: &Cli) -> anyhow::Result<()> {
-    let repo = Repository::discover(cli.git_dir.as_deref())?;
-    let store = Store::open(&repo.objects_dir, repo.object_hash, StoreOptions::default());
+fn run(args: cli::Args) -> anyhow::Result<u8> {
+    let repo = Repository::discover(args.cli.git_dir.as_deref())?;
+    let replace_refs = repo.config.use_replace_refs && std::env::var_os("GIT_NO_REPLACE_OBJECTS").is_none();
+    let replacements = if replace_refs {
+        let base = std::env::var("GIT_REPLACE_REF_BASE").unwrap_or_else(|_| "refs/replace/".into());
+        Replacements::read(&repo.common_dir, &base, repo.object_hash)
+    } else {
+        Replacements::default()
+    };
+    let store = Store::open(&repo.objects_dir, repo.object_hash, StoreOptions { replacements, ..Default::default() });
     // Our own handle on fd 0, read unbuffered by std: the session's reader does the buffering.
     let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
-    let mut writer = GatherWriter::new(FdSink::new(cli.cat_blob_fd));
-    let options = SessionOptions {
-        delta_cache_size: usize::try_from(cli.delta_cache_size).unwrap_or(usize::MAX),
+    let config = SessionConfig {
+        delta_cache_size: usize::try_from(args.cli.delta_cache_size).unwrap_or(usize::MAX),
+        stream_blob_memory: usize::try_from(args.cli.stream_blob_memory).unwrap_or(usize::MAX),
+        ls: LsOptions { quote_path: repo.config.quote_path, ignore_case: repo.config.ignore_case },
+        fast_import_args: args.fast_import,
+        relative_marks_dir: repo.common_dir.join("info").join("fast-import"),
     };
-    let stats = session::run(stdin, &mut writer, &store, &options)?;
-    if cli.stats {
-        eprint!("{stats}");
-    }
-    Ok(())
+    let outcome = session::run(stdin, StreamIo { stdout: 1, stderr: 2 }, &store, config);
+    Ok(outcome.exit as u8)
 }
 
-/// Flag errors as git fast-import reports them: an unknown option or a bad value is `fatal:` (128), anything
-/// else about the command line is usage (129). `--help` and `--version` print and succeed.
+/// Errors in cat-blobd's own flags: `--help` and `--version` print and succeed; anything else is usage (129).
 fn usage_error(err: clap::Error) -> ExitCode {
+    let _ = err.print();
     match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let _ = err.print();
-            ExitCode::SUCCESS
-        }
-        ErrorKind::UnknownArgument => {
-            let arg = err
-                .get(clap::error::ContextKind::InvalidArg)
-                .map(|v| v.to_string())
-                .unwrap_or_default();
-            print_fatal(&format!("unknown option {arg}"));
-            ExitCode::from(128)
-        }
-        ErrorKind::ValueValidation | ErrorKind::InvalidValue => {
-            let message = std::error::Error::source(&err)
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| err.to_string());
-            print_fatal(&message);
-            ExitCode::from(128)
-        }
-        _ => {
-            let _ = err.print();
-            ExitCode::from(129)
-        }
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+        _ => ExitCode::from(129),
     }
 }
 

@@ -15,6 +15,24 @@ pub struct Repository {
     /// `GIT_OBJECT_DIRECTORY`, else `<common_dir>/objects`.
     pub objects_dir: PathBuf,
     pub object_hash: gix_hash::Kind,
+    pub config: Config,
+}
+
+/// The configuration values git fast-import's read side honours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// `core.quotePath` (default true): quote bytes ≥ 0x80 in printed paths.
+    pub quote_path: bool,
+    /// `core.ignoreCase` (default false).
+    pub ignore_case: bool,
+    /// `core.useReplaceRefs` (default true).
+    pub use_replace_refs: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { quote_path: true, ignore_case: false, use_replace_refs: true }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -36,9 +54,7 @@ impl Repository {
     /// directory (work trees, `.git` files with `gitdir:`, bare repositories), honouring
     /// `GIT_CEILING_DIRECTORIES`.
     pub fn discover(git_dir: Option<&Path>) -> Result<Repository, RepoError> {
-        let explicit = git_dir
-            .map(Path::to_path_buf)
-            .or_else(|| std::env::var_os("GIT_DIR").map(PathBuf::from));
+        let explicit = git_dir.map(Path::to_path_buf).or_else(|| std::env::var_os("GIT_DIR").map(PathBuf::from));
         let git_dir = match explicit {
             Some(dir) => {
                 if gix_discover::is_git(&dir).is_err() {
@@ -62,16 +78,11 @@ impl Repository {
             Ok(content) => git_dir.join(OsStr::from_bytes(content.trim_ascii_end())),
             Err(_) => git_dir.clone(),
         };
-        let objects_dir = std::env::var_os("GIT_OBJECT_DIRECTORY")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| common_dir.join("objects"));
+        let objects_dir =
+            std::env::var_os("GIT_OBJECT_DIRECTORY").map(PathBuf::from).unwrap_or_else(|| common_dir.join("objects"));
         let object_hash = read_object_format(&common_dir.join("config"))?;
-        Ok(Repository {
-            git_dir,
-            common_dir,
-            objects_dir,
-            object_hash,
-        })
+        let config = read_config(&git_dir, &common_dir)?;
+        Ok(Repository { git_dir, common_dir, objects_dir, object_hash, config })
     }
 }
 
@@ -80,17 +91,75 @@ fn read_object_format(config_path: &Path) -> Result<gix_hash::Kind, RepoError> {
     if !config_path.is_file() {
         return Ok(gix_hash::Kind::Sha1);
     }
-    let config =
-        gix_config::File::from_path_no_includes(config_path.to_owned(), gix_config::Source::Local).map_err(|err| {
-            RepoError::Config {
-                path: config_path.to_owned(),
-                message: err.to_string(),
-            }
-        })?;
+    let config = gix_config::File::from_path_no_includes(config_path.to_owned(), gix_config::Source::Local)
+        .map_err(|err| RepoError::Config { path: config_path.to_owned(), message: err.to_string() })?;
     match config.string("extensions.objectFormat") {
         None => Ok(gix_hash::Kind::Sha1),
         Some(name) if name.eq_ignore_ascii_case(b"sha1") => Ok(gix_hash::Kind::Sha1),
         Some(name) if name.eq_ignore_ascii_case(b"sha256") => Ok(gix_hash::Kind::Sha256),
         Some(name) => Err(RepoError::UnknownObjectFormat(name.to_vec())),
     }
+}
+
+/// Reads the values in [`Config`] from git's configuration files, in git's order of precedence: system
+/// (unless `GIT_CONFIG_NOSYSTEM`), global (`GIT_CONFIG_GLOBAL`, else XDG and `~/.gitconfig`), the repository,
+/// its worktree file, then `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`.
+///
+/// The sources are listed here rather than with gix-config's `from_globals`, which runs `git` to find its
+/// installation's config file: a process spawn on every start-up.
+fn read_config(git_dir: &Path, common_dir: &Path) -> Result<Config, RepoError> {
+    use gix_config::Source;
+    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let home = env("HOME").map(PathBuf::from);
+    let truthy = |name: &str| env(name).is_some_and(|v| gix_config::Boolean::try_from(v).is_ok_and(|b| b.0));
+    let mut files: Vec<(Source, PathBuf)> = Vec::new();
+    if !truthy("GIT_CONFIG_NOSYSTEM") {
+        files.push((Source::System, env("GIT_CONFIG_SYSTEM").map_or_else(|| "/etc/gitconfig".into(), PathBuf::from)));
+    }
+    match env("GIT_CONFIG_GLOBAL") {
+        Some(global) => files.push((Source::User, PathBuf::from(global))),
+        None => {
+            let xdg = env("XDG_CONFIG_HOME").map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".config")));
+            files.extend(xdg.map(|dir| (Source::Git, dir.join("git/config"))));
+            files.extend(home.as_ref().map(|h| (Source::User, h.join(".gitconfig"))));
+        }
+    }
+    files.push((Source::Local, common_dir.join("config")));
+    files.push((Source::Worktree, git_dir.join("config.worktree")));
+    let options = gix_config::file::init::Options {
+        includes: gix_config::file::includes::Options::follow_without_conditional(home.as_deref()),
+        ..Default::default()
+    };
+    let error = |path: &Path, err: &dyn std::fmt::Display| RepoError::Config {
+        path: path.to_owned(),
+        message: err.to_string(),
+    };
+    let metas = files
+        .into_iter()
+        .filter(|(source, path)| path.is_file() && (*source != Source::Worktree || worktree_config_enabled(common_dir)))
+        .map(|(source, path)| gix_config::file::Metadata::from(source).at(path));
+    let mut config = gix_config::File::from_paths_metadata(metas, options)
+        .map_err(|err| error(common_dir, &err))?
+        .unwrap_or_default();
+    if let Some(overrides) =
+        gix_config::File::from_env(options).map_err(|err| error(Path::new("GIT_CONFIG_COUNT"), &err))?
+    {
+        config.append(overrides).map_err(|err| error(Path::new("GIT_CONFIG_COUNT"), &err))?;
+    }
+    let flag = |key: &str, default: bool| -> Result<bool, RepoError> {
+        config.boolean(key).map(|v| v.unwrap_or(default)).map_err(|err| error(&common_dir.join("config"), &err))
+    };
+    Ok(Config {
+        quote_path: flag("core.quotePath", true)?,
+        ignore_case: flag("core.ignoreCase", false)?,
+        use_replace_refs: flag("core.useReplaceRefs", true)?,
+    })
+}
+
+/// `extensions.worktreeConfig` in the repository's own config turns on `config.worktree`.
+fn worktree_config_enabled(common_dir: &Path) -> bool {
+    gix_config::File::from_path_no_includes(common_dir.join("config"), gix_config::Source::Local)
+        .ok()
+        .and_then(|config| config.boolean("extensions.worktreeConfig").ok().flatten())
+        .unwrap_or(false)
 }

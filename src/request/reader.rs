@@ -42,7 +42,14 @@ impl<R: Read> LineReader<R> {
 
     /// The next line without its LF, or `None` at the end of input. A last line without LF is still a line,
     /// but it leaves [`Self::at_eof`] set, like stdio's `feof` after `strbuf_getline`.
+    ///
+    /// At the end of input, [`Self::line`] keeps git's quirk (`strbuf_getwholeline`): if the end had already
+    /// been seen before this call, the previous line stays; otherwise it is emptied. git's error messages
+    /// quote that buffer.
     pub fn next_line(&mut self) -> Result<Option<&[u8]>, ReadError> {
+        if self.at_eof && self.start == self.end {
+            return Ok(None);
+        }
         self.line.clear();
         loop {
             if self.start == self.end && !self.fill()? {
@@ -63,6 +70,43 @@ impl<R: Read> LineReader<R> {
             }
             self.start = self.end;
         }
+    }
+
+    /// The line most recently read (or left over at the end of input; see [`Self::next_line`]).
+    pub fn line(&self) -> &[u8] {
+        &self.line
+    }
+
+    /// Reads up to `len` bytes of a data body, handing them to `sink` as they arrive, without ever holding
+    /// more than one buffer of them. Returns how many bytes came before the end of input.
+    pub fn read_body<E: From<ReadError>>(
+        &mut self,
+        len: u64,
+        mut sink: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<u64, E> {
+        let mut remaining = len;
+        while remaining > 0 {
+            if self.start == self.end && !self.fill()? {
+                break;
+            }
+            let take = (self.end - self.start).min(usize::try_from(remaining).unwrap_or(usize::MAX));
+            sink(&self.buf[self.start..self.start + take])?;
+            self.start += take;
+            remaining -= take as u64;
+        }
+        Ok(len - remaining)
+    }
+
+    /// git's `skip_optional_lf`: consumes the next byte if it is LF. Like `fgetc`, looking at the end of
+    /// input counts as reaching it.
+    pub fn skip_optional_lf(&mut self) -> Result<(), ReadError> {
+        if self.start == self.end && !self.fill()? {
+            return Ok(());
+        }
+        if self.buf[self.start] == b'\n' {
+            self.start += 1;
+        }
+        Ok(())
     }
 
     /// Has the input ended? True after a read returned nothing (so after a last line without LF, or after
@@ -126,10 +170,7 @@ mod tests {
     fn splits_on_lf_only_and_keeps_cr_and_nul() {
         for step in [1, 3, 1 << 20] {
             let (got, eof) = lines(b"a\r\nb\0c\n\nlast", step);
-            assert_eq!(
-                got,
-                vec![b"a\r".to_vec(), b"b\0c".to_vec(), b"".to_vec(), b"last".to_vec()]
-            );
+            assert_eq!(got, vec![b"a\r".to_vec(), b"b\0c".to_vec(), b"".to_vec(), b"last".to_vec()]);
             assert!(eof);
         }
     }
@@ -142,6 +183,39 @@ mod tests {
         let mut reader = LineReader::new(&b"done"[..]);
         assert_eq!(reader.next_line().unwrap(), Some(&b"done"[..]));
         assert!(reader.at_eof());
+    }
+
+    #[test]
+    fn at_the_end_the_buffer_is_stale_only_if_the_end_was_already_seen() {
+        let mut reader = LineReader::new(&b"blob\nmark :1"[..]);
+        assert_eq!(reader.next_line().unwrap(), Some(&b"blob"[..]));
+        assert_eq!(reader.next_line().unwrap(), Some(&b"mark :1"[..]));
+        assert_eq!(reader.next_line().unwrap(), None);
+        assert_eq!(reader.line(), b"mark :1", "the end was already seen: the old line stays");
+        let mut reader = LineReader::new(&b"blob\n"[..]);
+        reader.next_line().unwrap();
+        assert_eq!(reader.next_line().unwrap(), None);
+        assert_eq!(reader.line(), b"", "the end was found by this call: the line is emptied");
+    }
+
+    #[test]
+    fn bodies_come_in_pieces_and_stop_at_the_end() {
+        let mut reader = LineReader::new(Trickle { data: b"data 5\nabcdefgh\nnext\n", step: 3 });
+        reader.next_line().unwrap();
+        let mut body = Vec::new();
+        let got = reader
+            .read_body::<ReadError>(5, |piece| {
+                body.extend_from_slice(piece);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!((got, &body[..]), (5, &b"abcde"[..]));
+        reader.skip_optional_lf().unwrap();
+        assert_eq!(reader.next_line().unwrap(), Some(&b"fgh"[..]), "no LF to skip: nothing is consumed");
+        reader.skip_optional_lf().unwrap();
+        assert_eq!(reader.next_line().unwrap(), Some(&b"next"[..]));
+        let got = reader.read_body::<ReadError>(10 << 30, |_| Ok(())).unwrap();
+        assert_eq!(got, 0, "a huge announced size reads only what is there");
     }
 
     #[test]

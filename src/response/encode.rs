@@ -42,10 +42,7 @@ impl Header {
 
 impl Response {
     pub fn blob(oid: &ObjectId, payload: Data) -> Response {
-        Response::Blob {
-            header: Header::new(oid, payload.len()),
-            payload,
-        }
+        Response::Blob { header: Header::new(oid, payload.len()), payload }
     }
 
     pub fn missing(oid: &ObjectId) -> Response {
@@ -94,20 +91,14 @@ mod tests {
     fn blob_and_missing_bytes_are_gits() {
         let oid = ObjectId::from_hex(b"ce013625030ba8dba906f756967f9e9ca394464a").unwrap();
         let blob = Response::blob(&oid, Arc::new(b"hello\n".to_vec()));
-        assert_eq!(
-            concat(&blob),
-            b"ce013625030ba8dba906f756967f9e9ca394464a blob 6\nhello\n\n"
-        );
+        assert_eq!(concat(&blob), b"ce013625030ba8dba906f756967f9e9ca394464a blob 6\nhello\n\n");
         assert_eq!(blob.len(), 55);
         let empty = ObjectId::from_hex(b"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391").unwrap();
         assert_eq!(
             concat(&Response::blob(&empty, Arc::default())),
             b"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 blob 0\n\n"
         );
-        assert_eq!(
-            concat(&Response::missing(&oid)),
-            b"ce013625030ba8dba906f756967f9e9ca394464a missing\n"
-        );
+        assert_eq!(concat(&Response::missing(&oid)), b"ce013625030ba8dba906f756967f9e9ca394464a missing\n");
     }
 
     #[test]

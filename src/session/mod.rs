@@ -1,23 +1,50 @@
-//! One fast-import stream, in stream order: read a command, resolve it, write its response in full, then read
-//! the next. Writing each response before reading on is what lets an interactive frontend send one request
-//! and wait for its reply.
+//! One fast-import stream, in stream order: read a command, apply it to the stream's state (features, marks,
+//! blobs), answer it, and write the answer in full before reading on. Writing each response before reading
+//! the next command is what lets an interactive frontend send one request and wait for its reply.
+pub mod ls;
+pub mod marks;
+pub mod options;
+
+use std::collections::HashMap;
 use std::io::{IoSlice, Read};
+use std::os::fd::RawFd;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::request::dataref::Dataref;
+use crate::fatal::{Bytes, fatal_line};
+use crate::request::dataref::{Dataref, strtoumax};
 use crate::request::reader::{self, LineReader};
-use crate::request::{self, Command, ParseError};
+use crate::request::{self, Command, Context, ParseError};
 use crate::response::encode::Response;
-use crate::response::writev::{GatherWriter, Sink, WriteError};
-use crate::store::{Kind, ObjectId, ReadError, Resolver, Store};
+use crate::response::writev::{FdSink, GatherWriter, WriteError};
+use crate::store::stream::{StreamBlobError, StreamBlobs};
+use crate::store::{Kind, Object, ObjectId, ReadError, Resolver, Store, oid};
+use ls::{LsError, LsOptions};
+use marks::{Marks, MarksError};
+use options::{ImportMarks, OptionError, Settings};
 
-/// What makes a stream end with `fatal:` (exit 128).
+/// Objects as the stream's read commands see them: blobs defined earlier in the stream first, then the
+/// repository (with replace refs applied), and the stream's marks.
+pub trait ObjectSource {
+    /// The repository's hash: ids of any other length are invalid datarefs.
+    fn object_hash(&self) -> gix_hash::Kind;
+    /// The object a mark names, if the mark was declared (defined in the stream or imported).
+    fn mark(&self, mark: u64) -> Option<ObjectId>;
+    /// Reads an object: `Ok(None)` if it does not exist, an error if it exists but is damaged.
+    fn read(&mut self, id: &oid) -> Result<Option<Object>, ReadError>;
+}
+
+/// What makes a stream end with `fatal:` (exit 128), or with usage (exit 129).
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     #[error(transparent)]
     Input(#[from] reader::ReadError),
     #[error(transparent)]
     Parse(#[from] ParseError),
+    #[error(transparent)]
+    Option(#[from] OptionError),
+    #[error(transparent)]
+    Marks(#[from] MarksError),
     #[error("mark :{0} not declared")]
     MarkNotDeclared(u64),
     #[error("object {oid} is a {kind} but a blob was expected.")]
@@ -26,12 +53,65 @@ pub enum SessionError {
     Read(#[from] ReadError),
     #[error(transparent)]
     Write(#[from] WriteError),
+    #[error(transparent)]
+    Ls(#[from] LsError),
+    #[error(transparent)]
+    StreamBlob(#[from] StreamBlobError),
+    #[error("expected 'data n' command, found: {}", Bytes(.0))]
+    ExpectedData(Vec<u8>),
+    #[error("EOF in data ({0} bytes remaining)")]
+    EofInData(u64),
+    #[error("EOF in data (terminator '{}' not found)", Bytes(.0))]
+    EofInDelimitedData(Vec<u8>),
+    #[error("stream ends early")]
+    StreamEndsEarly,
+    #[error("missing from marks for submodule '{}'", Bytes(.0))]
+    MissingFromMarks(Vec<u8>),
+    #[error("missing to marks for submodule '{}'", Bytes(.0))]
+    MissingToMarks(Vec<u8>),
+    #[error(
+        "'{0}' is not supported: cat-blobd only answers read commands (blob, cat-blob, get-mark, ls); \
+         send streams that write history to git fast-import"
+    )]
+    WritesHistory(&'static str),
 }
 
+/// Everything a stream needs besides its input.
 #[derive(Debug, Clone)]
-pub struct SessionOptions {
+pub struct SessionConfig {
     /// Byte cap of the delta-base cache.
     pub delta_cache_size: usize,
+    /// Bytes of stream-defined blobs kept in memory before spilling to a temporary file.
+    pub stream_blob_memory: usize,
+    pub ls: LsOptions,
+    /// git fast-import's flags, applied lazily as git's `parse_argv` does.
+    pub fast_import_args: Vec<Vec<u8>>,
+    /// `<git dir>/info/fast-import`, where relative marks paths go under `relative-marks`.
+    pub relative_marks_dir: PathBuf,
+}
+
+/// Where a stream's output goes: `progress` to `stdout`, messages to `stderr`, responses to the cat-blob fd
+/// (a number from the stream's flags, 1 by default).
+#[derive(Debug, Clone, Copy)]
+pub struct StreamIo {
+    pub stdout: RawFd,
+    pub stderr: RawFd,
+}
+
+/// How a stream ended, as git fast-import's exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Success = 0,
+    /// The marks file could not be written (`error:` was printed).
+    Failure = 1,
+    Fatal = 128,
+    Usage = 129,
+}
+
+#[derive(Debug)]
+pub struct Outcome {
+    pub exit: Exit,
+    pub stats: Stats,
 }
 
 /// Counters for `--stats`.
@@ -55,17 +135,8 @@ impl std::fmt::Display for Stats {
         let lookups = (self.cache_hits + self.cache_misses).max(1);
         writeln!(f, "cat-blobd statistics:")?;
         writeln!(f, "  requests:      {} ({} missing)", self.requests, self.missing)?;
-        writeln!(
-            f,
-            "  bytes written: {} ({:.1} MB) in {} writev calls",
-            self.bytes, mb, self.writev_calls
-        )?;
-        writeln!(
-            f,
-            "  elapsed:       {:.3} s, {:.1} MB/s",
-            secs,
-            if secs > 0.0 { mb / secs } else { 0.0 }
-        )?;
+        writeln!(f, "  bytes written: {} ({:.1} MB) in {} writev calls", self.bytes, mb, self.writev_calls)?;
+        writeln!(f, "  elapsed:       {:.3} s, {:.1} MB/s", secs, if secs > 0.0 { mb / secs } else { 0.0 })?;
         writeln!(
             f,
             "  delta cache:   {:.1}% hits, {:.1} MB inflated",
@@ -75,61 +146,366 @@ impl std::fmt::Display for Stats {
     }
 }
 
-/// Runs one stream from `input` to `writer` against `store`. Every response before a fatal error has been
-/// written in full when this returns the error.
-pub fn run<R: Read, S: Sink>(
-    input: R,
-    writer: &mut GatherWriter<S>,
-    store: &Store,
-    options: &SessionOptions,
-) -> Result<Stats, SessionError> {
+/// Runs one stream from `input` against `store`, printing `fatal:`, `error:` and `warning:` lines on
+/// `io.stderr` as git does. Every response before a fatal error has been written in full when it returns.
+pub fn run<R: Read>(input: R, io: StreamIo, store: &Store, config: SessionConfig) -> Outcome {
     let started = Instant::now();
-    let mut stats = Stats::default();
-    let mut resolver = Resolver::new(options.delta_cache_size);
     let mut reader = LineReader::new(input);
-    let result = loop {
-        let line = match reader.next_line() {
-            Ok(Some(line)) => line,
-            Ok(None) => break Ok(()),
-            Err(err) => break Err(err.into()),
-        };
-        if request::is_comment(line) {
-            continue;
+    let mut session = Session::new(io, store, config);
+    let result = session.run(&mut reader);
+    let exit = match result {
+        Ok(()) => {
+            session.export_marks();
+            if session.failure { Exit::Failure } else { Exit::Success }
         }
-        let response = match request::parse_command(request::c_string(line), store.object_hash()) {
-            Ok(Command::CatBlob(dataref)) => match cat_blob(dataref, store, &mut resolver) {
-                Ok(response) => response,
-                Err(err) => break Err(err),
-            },
-            Ok(Command::Done) => break Ok(()),
-            Err(err) => break Err(err.into()),
-        };
-        stats.requests += 1;
-        stats.missing += u64::from(matches!(response, Response::Line(_)));
-        stats.bytes += response.len() as u64;
-        let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(3);
-        response.push_slices(&mut slices);
-        if let Err(err) = writer.write_all(&mut slices) {
-            break Err(err.into());
+        Err(SessionError::Option(OptionError::Usage)) => {
+            session.message(format!("{}\n", OptionError::Usage).as_bytes());
+            Exit::Usage
+        }
+        Err(err) => {
+            session.message(&fatal_line(&err.to_string()));
+            // git's die handler still writes the marks file.
+            session.export_marks();
+            Exit::Fatal
         }
     };
-    stats.writev_calls = writer.syscalls();
-    stats.inflated_bytes = resolver.inflated_bytes;
-    (stats.cache_hits, stats.cache_misses) = resolver.cache().hit_counts();
+    let mut stats = session.stats();
     stats.elapsed = started.elapsed();
-    result.map(|()| stats)
+    if session.settings.stats && exit != Exit::Fatal {
+        session.message(stats.to_string().as_bytes());
+    }
+    Outcome { exit, stats }
 }
 
-/// `cat-blob <dataref>` (git's `parse_cat_blob` + `cat_blob`).
-fn cat_blob(dataref: Dataref, store: &Store, resolver: &mut Resolver) -> Result<Response, SessionError> {
-    let oid = match dataref {
-        Dataref::Oid(oid) => oid,
-        // No command defines marks yet, so every mark is undeclared (git dies in `find_mark`).
-        Dataref::Mark(mark) => return Err(SessionError::MarkNotDeclared(mark)),
-    };
-    match store.read(&oid, resolver)? {
-        None => Ok(Response::missing(&oid)),
-        Some(object) if object.kind == Kind::Blob => Ok(Response::blob(&oid, object.data)),
-        Some(object) => Err(SessionError::NotABlob { oid, kind: object.kind }),
+struct Session<'a> {
+    io: StreamIo,
+    store: &'a Store,
+    resolver: Resolver,
+    settings: Settings,
+    args: Vec<Vec<u8>>,
+    /// git's `seen_data_command`: set when the first line that is not `feature`/`option` arrives, at which
+    /// point the command-line flags are applied.
+    seen_data_command: bool,
+    marks: Marks,
+    blobs: StreamBlobs,
+    rewrites: HashMap<ObjectId, ObjectId>,
+    import_done: bool,
+    ls: LsOptions,
+    cat_blob: GatherWriter<FdSink>,
+    stdout: GatherWriter<FdSink>,
+    /// An `error:` was printed (the marks file could not be written): exit 1 at the end.
+    failure: bool,
+    stats: Stats,
+}
+
+impl<'a> Session<'a> {
+    fn new(io: StreamIo, store: &'a Store, config: SessionConfig) -> Self {
+        let mut settings = Settings::new(config.relative_marks_dir);
+        // git scans for this one flag before anything else: it changes how feature lines are read.
+        settings.allow_unsafe_features = config
+            .fast_import_args
+            .iter()
+            .take_while(|arg| arg.starts_with(b"-") && *arg != b"--")
+            .any(|arg| arg == b"--allow-unsafe-features");
+        Session {
+            io,
+            store,
+            resolver: Resolver::new(config.delta_cache_size),
+            settings,
+            args: config.fast_import_args,
+            seen_data_command: false,
+            marks: Marks::default(),
+            blobs: StreamBlobs::new(config.stream_blob_memory),
+            rewrites: HashMap::new(),
+            import_done: false,
+            ls: config.ls,
+            cat_blob: GatherWriter::new(FdSink::new(io.stdout)),
+            stdout: GatherWriter::new(FdSink::new(io.stdout)),
+            failure: false,
+            stats: Stats::default(),
+        }
+    }
+
+    fn run<R: Read>(&mut self, reader: &mut LineReader<R>) -> Result<(), SessionError> {
+        while self.next_command(reader)? {
+            let line = request::c_string(reader.line());
+            let cx = Context { hash: self.store.object_hash(), rewrites: &self.rewrites };
+            match request::parse_command(line, cx)? {
+                Command::Blob => self.blob(reader)?,
+                Command::CatBlob(dataref) => {
+                    let response = self.cat_blob(dataref)?;
+                    self.respond(&response)?;
+                }
+                Command::GetMark(mark) => {
+                    let id = self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?;
+                    let mut line = id.to_hex().to_string().into_bytes();
+                    line.push(b'\n');
+                    self.respond(&Response::Line(line))?;
+                }
+                Command::Ls(arg) => {
+                    let (line, arg) = (line.to_vec(), arg.to_vec());
+                    let ls_options = self.ls;
+                    let response = ls::ls(&line, &arg, &mut self.objects(), &ls_options)?;
+                    self.respond(&Response::Line(response))?;
+                }
+                Command::Checkpoint => {
+                    reader.skip_optional_lf()?;
+                    self.export_marks();
+                }
+                Command::Done => break,
+                Command::Progress => {
+                    // The raw line, NUL and all: git writes `command_buf.len` bytes.
+                    let mut progress = reader.line().to_vec();
+                    progress.push(b'\n');
+                    self.progress(&progress)?;
+                    reader.skip_optional_lf()?;
+                }
+                Command::Feature(feature) => {
+                    let feature = feature.to_vec();
+                    self.settings.stream_feature(&feature, self.seen_data_command)?;
+                    self.print_warnings();
+                }
+                Command::OptionGit(option) => {
+                    let option = option.to_vec();
+                    self.settings.stream_option(&option, self.seen_data_command)?;
+                    self.print_warnings();
+                }
+                Command::OptionOther => {}
+                Command::Writes(command) => return Err(SessionError::WritesHistory(command)),
+            }
+        }
+        if !self.seen_data_command {
+            self.apply_argv()?;
+        }
+        // git checks `feof(stdin)`: a `done` without its LF at the very end still counts as ending early.
+        if self.settings.require_done && reader.at_eof() {
+            return Err(SessionError::StreamEndsEarly);
+        }
+        Ok(())
+    }
+
+    /// git's `read_next_command`: the next line that is not a comment, applying the command-line flags when
+    /// the first line that is not `feature`/`option` arrives (comments included). False at the end of input;
+    /// the reader's line then holds what git's `command_buf` would.
+    fn next_command<R: Read>(&mut self, reader: &mut LineReader<R>) -> Result<bool, SessionError> {
+        loop {
+            let Some(line) = reader.next_line()? else { return Ok(false) };
+            if !self.seen_data_command && !line.starts_with(b"feature ") && !line.starts_with(b"option ") {
+                self.apply_argv()?;
+            }
+            if !request::is_comment(reader.line()) {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// git's `parse_argv`, plus what it triggers: reading the marks files and building the submodule map.
+    fn apply_argv(&mut self) -> Result<(), SessionError> {
+        self.seen_data_command = true;
+        let args = std::mem::take(&mut self.args);
+        self.settings.apply_argv(&args)?;
+        self.print_warnings();
+        self.cat_blob = GatherWriter::new(FdSink::new(self.settings.cat_blob_fd));
+        for import in std::mem::take(&mut self.settings.imports_due) {
+            self.import_marks(&import)?;
+        }
+        if let Some(import) = self.settings.import_marks.clone() {
+            self.import_marks(&import)?;
+            self.import_done = true;
+        }
+        self.build_rewrite_map()
+    }
+
+    fn import_marks(&mut self, import: &ImportMarks) -> Result<(), SessionError> {
+        let store = self.store;
+        let mut exists = |id: &ObjectId| self.blobs.contains(id) || store.exists(id).unwrap_or(false);
+        let mut marks = std::mem::take(&mut self.marks);
+        let result = marks.import(&import.path, import.ignore_missing, &mut exists);
+        self.marks = marks;
+        result?;
+        Ok(())
+    }
+
+    /// `build_mark_map`: each `rewrite-submodules-from` marks file maps its ids to the ids its `-to`
+    /// counterpart gives the same marks.
+    fn build_rewrite_map(&mut self) -> Result<(), SessionError> {
+        let read = |file: &Path| -> Result<HashMap<u64, ObjectId>, SessionError> {
+            let content = std::fs::read(file).map_err(|err| MarksError::CannotRead {
+                path: file.to_owned(),
+                message: crate::response::writev::strerror(&err),
+            })?;
+            Ok(marks::parse_marks_file(&content)?.into_iter().collect())
+        };
+        // Later options for the same submodule name replace earlier ones.
+        let last_by_name = |list: &[options::SubmoduleRewrite]| {
+            let mut by_name: Vec<&options::SubmoduleRewrite> = Vec::new();
+            for rewrite in list {
+                by_name.retain(|r| r.name != rewrite.name);
+                by_name.push(rewrite);
+            }
+            by_name.into_iter().cloned().collect::<Vec<_>>()
+        };
+        for from in last_by_name(&self.settings.rewrite_from) {
+            let from_marks = read(&from.file)?;
+            let to = last_by_name(&self.settings.rewrite_to).into_iter().find(|to| to.name == from.name);
+            let to = to.ok_or_else(|| SessionError::MissingToMarks(from.name.clone()))?;
+            let to_marks = read(&to.file)?;
+            let mut sorted: Vec<_> = from_marks.into_iter().collect();
+            sorted.sort_unstable_by_key(|(mark, _)| *mark);
+            for (mark, from_id) in sorted {
+                let to_id = to_marks.get(&mark).ok_or(SessionError::MarkNotDeclared(mark))?;
+                self.rewrites.entry(from_id).or_insert(*to_id);
+            }
+        }
+        Ok(())
+    }
+
+    /// `blob`, `mark :N`?, `original-oid <any>`?, `data …` (git's `parse_new_blob`).
+    fn blob<R: Read>(&mut self, reader: &mut LineReader<R>) -> Result<(), SessionError> {
+        self.next_command(reader)?;
+        let mut mark = 0;
+        if let Some(number) = request::c_string(reader.line()).strip_prefix(b"mark :") {
+            mark = strtoumax(number).map_or(0, |(mark, _)| mark);
+            self.next_command(reader)?;
+        }
+        if request::c_string(reader.line()).starts_with(b"original-oid ") {
+            self.next_command(reader)?;
+        }
+        let id = self.data(reader)?;
+        self.marks.insert(mark, id);
+        Ok(())
+    }
+
+    /// `data <count>` or `data <<DELIM` and the body (git's `parse_data`), stored as a stream blob.
+    fn data<R: Read>(&mut self, reader: &mut LineReader<R>) -> Result<ObjectId, SessionError> {
+        let line = request::c_string(reader.line()).to_vec();
+        let spec = line.strip_prefix(b"data ").ok_or_else(|| SessionError::ExpectedData(line.clone()))?;
+        let hash = self.store.object_hash();
+        let id = if let Some(delimiter) = spec.strip_prefix(b"<<") {
+            let mut body = self.blobs.begin(hash, None)?;
+            loop {
+                match reader.next_line()? {
+                    None => return Err(SessionError::EofInDelimitedData(delimiter.to_vec())),
+                    Some(body_line) if body_line == delimiter => break,
+                    Some(body_line) => {
+                        body.write(body_line)?;
+                        body.write(b"\n")?;
+                    }
+                }
+            }
+            body.finish()?
+        } else {
+            // `strtoumax` with no checks: `data abc` is 0 bytes, `data 3x` is 3.
+            let len = strtoumax(spec).map_or(0, |(len, _)| len);
+            let mut body = self.blobs.begin(hash, Some(len))?;
+            let arrived = reader.read_body::<SessionError>(len, |piece| Ok(body.write(piece)?))?;
+            if arrived < len {
+                return Err(SessionError::EofInData(len - arrived));
+            }
+            body.finish()?
+        };
+        reader.skip_optional_lf()?;
+        Ok(id)
+    }
+
+    /// `cat-blob <dataref>` (git's `parse_cat_blob` + `cat_blob`).
+    fn cat_blob(&mut self, dataref: Dataref) -> Result<Response, SessionError> {
+        let oid = match dataref {
+            Dataref::Oid(oid) => oid,
+            Dataref::Mark(mark) => self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?,
+        };
+        match self.objects().read(&oid)? {
+            None => Ok(Response::missing(&oid)),
+            Some(object) if object.kind == Kind::Blob => Ok(Response::blob(&oid, object.data)),
+            Some(object) => Err(SessionError::NotABlob { oid, kind: object.kind }),
+        }
+    }
+
+    fn objects(&mut self) -> Objects<'_> {
+        Objects { store: self.store, resolver: &mut self.resolver, blobs: &self.blobs, marks: &self.marks }
+    }
+
+    /// Writes a response in full to the cat-blob fd.
+    fn respond(&mut self, response: &Response) -> Result<(), SessionError> {
+        self.stats.requests += 1;
+        self.stats.missing += u64::from(matches!(response, Response::Line(line) if line.ends_with(b" missing\n")));
+        self.stats.bytes += response.len() as u64;
+        let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(3);
+        response.push_slices(&mut slices);
+        self.cat_blob.write_all(&mut slices)?;
+        Ok(())
+    }
+
+    /// `progress` goes to stdout whatever the cat-blob fd is, as git writes it through stdio.
+    fn progress(&mut self, line: &[u8]) -> Result<(), SessionError> {
+        self.stdout.write_all(&mut [IoSlice::new(line)])?;
+        Ok(())
+    }
+
+    /// Writes the marks file if one is configured and the import (if any) was read (git's `dump_marks`).
+    fn export_marks(&mut self) {
+        let Some(path) = self.settings.export_marks.clone() else { return };
+        if self.settings.import_marks.is_some() && !self.import_done {
+            return;
+        }
+        if let Err(message) = self.marks.export(&path) {
+            self.message(format!("error: {message}\n").as_bytes());
+            self.failure = true;
+        }
+    }
+
+    fn print_warnings(&mut self) {
+        for warning in std::mem::take(&mut self.settings.warnings) {
+            self.message(format!("warning: {warning}\n").as_bytes());
+        }
+    }
+
+    /// A line on stderr. Errors writing it are ignored: there is nowhere left to report them.
+    fn message(&self, bytes: &[u8]) {
+        let _ = GatherWriter::new(FdSink::new(self.io.stderr)).write_all(&mut [IoSlice::new(bytes)]);
+    }
+
+    fn stats(&self) -> Stats {
+        let (cache_hits, cache_misses) = self.resolver.cache().hit_counts();
+        Stats {
+            writev_calls: self.cat_blob.syscalls(),
+            inflated_bytes: self.resolver.inflated_bytes,
+            cache_hits,
+            cache_misses,
+            ..self.stats.clone()
+        }
+    }
+}
+
+/// The stream's view of objects for one command: stream blobs, then the store.
+struct Objects<'s> {
+    store: &'s Store,
+    resolver: &'s mut Resolver,
+    blobs: &'s StreamBlobs,
+    marks: &'s Marks,
+}
+
+impl ObjectSource for Objects<'_> {
+    fn object_hash(&self) -> gix_hash::Kind {
+        self.store.object_hash()
+    }
+
+    fn mark(&self, mark: u64) -> Option<ObjectId> {
+        self.marks.get(mark)
+    }
+
+    fn read(&mut self, id: &oid) -> Result<Option<Object>, ReadError> {
+        match self.blobs.get(&id.to_owned()) {
+            Ok(Some(data)) => return Ok(Some(Object { kind: Kind::Blob, data })),
+            Ok(None) => {}
+            Err(err) => {
+                return Err(ReadError {
+                    oid: id.to_owned(),
+                    location: crate::store::Location::StreamBlobs,
+                    damage: crate::store::Damage::Io(err.to_string()),
+                });
+            }
+        }
+        self.store.read(id, self.resolver)
     }
 }

@@ -4,6 +4,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::request::quote::unquote_c_style;
+
 /// git stops following alternates deeper than this (`link_alt_odb_entries`: "nesting too deep").
 const MAX_DEPTH: usize = 5;
 
@@ -38,60 +40,19 @@ fn add(dir: PathBuf, depth: usize, dirs: &mut Vec<PathBuf>) {
         if line.is_empty() || line.starts_with(b"#") {
             continue;
         }
-        let entry = match unquote(line) {
-            Some(unquoted) => unquoted,
-            None => line.to_vec(),
+        // A line may be C-quoted (since git 2.11); one that does not unquote is taken as written.
+        let entry = match unquote_c_style(line) {
+            Ok((unquoted, b"")) => unquoted,
+            _ => line.to_vec(),
         };
         // Relative entries are relative to the object directory that names them.
         add(canonical.join(OsStr::from_bytes(&entry)), depth + 1, dirs);
     }
 }
 
-/// An alternates line may be C-quoted (`"…"`, since git 2.11); returns `None` when it is not.
-fn unquote(line: &[u8]) -> Option<Vec<u8>> {
-    let inner = line.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
-    let mut out = Vec::with_capacity(inner.len());
-    let mut bytes = inner.iter().copied();
-    while let Some(b) = bytes.next() {
-        if b != b'\\' {
-            out.push(b);
-            continue;
-        }
-        let escaped = bytes.next()?;
-        out.push(match escaped {
-            b'a' => 7,
-            b'b' => 8,
-            b'f' => 12,
-            b'n' => b'\n',
-            b'r' => b'\r',
-            b't' => b'\t',
-            b'v' => 11,
-            b'\\' | b'"' => escaped,
-            b'0'..=b'3' => {
-                let (d2, d3) = (bytes.next()?, bytes.next()?);
-                if !(b'0'..=b'7').contains(&d2) || !(b'0'..=b'7').contains(&d3) {
-                    return None;
-                }
-                ((escaped - b'0') << 6) | ((d2 - b'0') << 3) | (d3 - b'0')
-            }
-            _ => return None,
-        });
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quoted_lines_unquote() {
-        assert_eq!(
-            unquote(br#""/a b/\"q\"/\303\274""#),
-            Some(b"/a b/\"q\"/\xc3\xbc".to_vec())
-        );
-        assert_eq!(unquote(b"/plain"), None);
-    }
 
     #[test]
     fn follows_relative_and_nested_alternates_once_each() {
@@ -104,11 +65,7 @@ mod tests {
         std::fs::write(objects("a").join("info/alternates"), "../../b/objects\n# comment\n\n").unwrap();
         let c = objects("c").canonicalize().unwrap();
         let a = objects("a").canonicalize().unwrap();
-        std::fs::write(
-            objects("b").join("info/alternates"),
-            format!("{}\n{}\n", c.display(), a.display()),
-        )
-        .unwrap();
+        std::fs::write(objects("b").join("info/alternates"), format!("{}\n{}\n", c.display(), a.display())).unwrap();
         let dirs = object_dirs(&objects("a"), None);
         let b = objects("b").canonicalize().unwrap();
         assert_eq!(dirs, vec![a, b, c]);

@@ -21,13 +21,7 @@ pub struct DeltaCache {
 
 impl DeltaCache {
     pub fn new(capacity: usize) -> Self {
-        DeltaCache {
-            entries: LruCache::unbounded(),
-            bytes: 0,
-            capacity,
-            hits: 0,
-            misses: 0,
-        }
+        DeltaCache { entries: LruCache::unbounded(), bytes: 0, capacity, hits: 0, misses: 0 }
     }
 
     pub fn get(&mut self, key: Key) -> Option<(Kind, Data)> {

@@ -54,10 +54,7 @@ pub fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, DeltaErro
     let mut pos = 0;
     let base_size = read_size(delta, &mut pos)?;
     if base_size != base.len() as u64 {
-        return Err(DeltaError::BaseSizeMismatch {
-            expected: base_size,
-            actual: base.len(),
-        });
+        return Err(DeltaError::BaseSizeMismatch { expected: base_size, actual: base.len() });
     }
     let size = read_size(delta, &mut pos)?;
     if size > limit {
@@ -82,11 +79,7 @@ pub fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, DeltaErro
             }
             let end = offset + len;
             if end > base.len() as u64 {
-                return Err(DeltaError::CopyOutOfBounds {
-                    offset,
-                    end,
-                    base: base.len(),
-                });
+                return Err(DeltaError::CopyOutOfBounds { offset, end, base: base.len() });
             }
             if out.len() as u64 + len > size {
                 return Err(DeltaError::Overflow { size });
@@ -105,10 +98,7 @@ pub fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, DeltaErro
         }
     }
     if out.len() as u64 != size {
-        return Err(DeltaError::ShortResult {
-            expected: size,
-            actual: out.len(),
-        });
+        return Err(DeltaError::ShortResult { expected: size, actual: out.len() });
     }
     Ok(out)
 }
@@ -133,22 +123,13 @@ mod tests {
         let base = b"hello world";
         let mut wrong_base = sample();
         wrong_base[0] = 12;
-        assert!(matches!(
-            apply(base, &wrong_base, u64::MAX),
-            Err(DeltaError::BaseSizeMismatch { .. })
-        ));
+        assert!(matches!(apply(base, &wrong_base, u64::MAX), Err(DeltaError::BaseSizeMismatch { .. })));
         let mut past_base = sample();
         past_base[3] = 9;
-        assert!(matches!(
-            apply(base, &past_base, u64::MAX),
-            Err(DeltaError::CopyOutOfBounds { .. })
-        ));
+        assert!(matches!(apply(base, &past_base, u64::MAX), Err(DeltaError::CopyOutOfBounds { .. })));
         let mut short = sample();
         short[1] = 14;
-        assert!(matches!(
-            apply(base, &short, u64::MAX),
-            Err(DeltaError::ShortResult { .. })
-        ));
+        assert!(matches!(apply(base, &short, u64::MAX), Err(DeltaError::ShortResult { .. })));
         let mut long = sample();
         long[1] = 12;
         assert!(matches!(apply(base, &long, u64::MAX), Err(DeltaError::Overflow { .. })));

@@ -12,9 +12,7 @@ pub struct Inflater {
 
 impl Default for Inflater {
     fn default() -> Self {
-        Inflater {
-            decompressor: libdeflater::Decompressor::new(),
-        }
+        Inflater { decompressor: libdeflater::Decompressor::new() }
     }
 }
 
@@ -26,14 +24,10 @@ impl Inflater {
         let mut out = vec![0u8; size];
         match self.decompressor.zlib_decompress(input, &mut out) {
             Ok(n) if n == size => Ok(out),
-            Ok(n) => Err(Damage::SizeMismatch {
-                declared: size as u64,
-                actual: Some(n as u64),
-            }),
-            Err(libdeflater::DecompressionError::InsufficientSpace) => Err(Damage::SizeMismatch {
-                declared: size as u64,
-                actual: None,
-            }),
+            Ok(n) => Err(Damage::SizeMismatch { declared: size as u64, actual: Some(n as u64) }),
+            Err(libdeflater::DecompressionError::InsufficientSpace) => {
+                Err(Damage::SizeMismatch { declared: size as u64, actual: None })
+            }
             Err(libdeflater::DecompressionError::BadData) => Err(Damage::Zlib),
         }
     }

@@ -32,9 +32,7 @@ pub fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), Damage> 
     let mut zlib = Decompress::new(true);
     // The header is at most "<type> <20 digits>\0": 32 bytes is enough to see its NUL.
     let mut head = Vec::with_capacity(32);
-    let status = zlib
-        .decompress_vec(compressed, &mut head, FlushDecompress::None)
-        .map_err(|_| Damage::Zlib)?;
+    let status = zlib.decompress_vec(compressed, &mut head, FlushDecompress::None).map_err(|_| Damage::Zlib)?;
     let nul = memchr::memchr(0, &head).ok_or(Damage::LooseHeader)?;
     let (kind, size, header_len) = gix_object::decode::loose_header(&head[..=nul]).map_err(|_| Damage::LooseHeader)?;
     if size > limit {
@@ -45,10 +43,7 @@ pub fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), Damage> 
     let mut status = status;
     while status != Status::StreamEnd {
         if out.len() as u64 > size {
-            return Err(Damage::SizeMismatch {
-                declared: size,
-                actual: None,
-            });
+            return Err(Damage::SizeMismatch { declared: size, actual: None });
         }
         let consumed = zlib.total_in() as usize;
         // One spare byte past the announced size lets an over-long stream show itself.
@@ -62,10 +57,7 @@ pub fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), Damage> 
         }
     }
     if out.len() as u64 != size {
-        return Err(Damage::SizeMismatch {
-            declared: size,
-            actual: Some(out.len() as u64),
-        });
+        return Err(Damage::SizeMismatch { declared: size, actual: Some(out.len() as u64) });
     }
     if zlib.total_in() as usize != compressed.len() {
         return Err(Damage::TrailingGarbage);
@@ -96,26 +88,11 @@ mod tests {
 
     #[test]
     fn damage_is_refused() {
-        assert!(matches!(
-            decode(&deflate(b"blob 6\0hello"), u64::MAX),
-            Err(Damage::SizeMismatch { .. })
-        ));
-        assert!(matches!(
-            decode(&deflate(b"blob 4\0hello"), u64::MAX),
-            Err(Damage::SizeMismatch { .. })
-        ));
-        assert!(matches!(
-            decode(&deflate(b"blub 5\0hello"), u64::MAX),
-            Err(Damage::LooseHeader)
-        ));
-        assert!(matches!(
-            decode(&deflate(b"blob 5hello"), u64::MAX),
-            Err(Damage::LooseHeader)
-        ));
-        assert!(matches!(
-            decode(&deflate(b"blob 5\0hello"), 4),
-            Err(Damage::TooLarge { .. })
-        ));
+        assert!(matches!(decode(&deflate(b"blob 6\0hello"), u64::MAX), Err(Damage::SizeMismatch { .. })));
+        assert!(matches!(decode(&deflate(b"blob 4\0hello"), u64::MAX), Err(Damage::SizeMismatch { .. })));
+        assert!(matches!(decode(&deflate(b"blub 5\0hello"), u64::MAX), Err(Damage::LooseHeader)));
+        assert!(matches!(decode(&deflate(b"blob 5hello"), u64::MAX), Err(Damage::LooseHeader)));
+        assert!(matches!(decode(&deflate(b"blob 5\0hello"), 4), Err(Damage::TooLarge { .. })));
         let mut trailing = deflate(b"blob 5\0hello");
         trailing.extend_from_slice(b"junk");
         assert!(matches!(decode(&trailing, u64::MAX), Err(Damage::TrailingGarbage)));

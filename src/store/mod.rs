@@ -10,7 +10,11 @@ pub mod delta;
 mod inflate;
 mod loose;
 mod pack;
+mod replace;
 mod resolve;
+pub mod stream;
+
+pub use replace::Replacements;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -46,7 +50,7 @@ pub enum Damage {
     Truncated,
     #[error("corrupt zlib stream")]
     Zlib,
-    #[error("inflates to {} instead of the declared {declared} bytes", actual.map_or("more".into(), |n| n.to_string()))]
+    #[error("inflates to {} the declared {declared} bytes", actual.map_or("more than".into(), |n| format!("{n} bytes instead of")))]
     SizeMismatch { declared: u64, actual: Option<u64> },
     #[error(transparent)]
     Delta(#[from] delta::DeltaError),
@@ -66,6 +70,10 @@ pub enum Damage {
     TrailingGarbage,
     #[error("{0}")]
     Io(String),
+    #[error("replacement {0} not found")]
+    ReplacementMissing(ObjectId),
+    #[error(transparent)]
+    Replace(#[from] replace::ReplaceError),
 }
 
 /// Where damage was found.
@@ -82,6 +90,10 @@ pub enum Location {
     Index {
         path: PathBuf,
     },
+    /// The replace refs (`refs/replace/`).
+    ReplaceRefs,
+    /// The temporary file holding blobs defined in the stream.
+    StreamBlobs,
 }
 
 /// An object that exists but cannot be read correctly. Names the object and where the damage is.
@@ -100,6 +112,8 @@ impl std::fmt::Display for Location {
             Location::Pack { path, offset } => write!(f, "{} at offset {offset}", show(path)),
             Location::Loose { path } => write!(f, "{}", show(path)),
             Location::Index { path } => write!(f, "unreadable pack index {}", show(path)),
+            Location::ReplaceRefs => write!(f, "replace refs"),
+            Location::StreamBlobs => write!(f, "the stream's blobs"),
         }
     }
 }
@@ -108,13 +122,13 @@ impl std::fmt::Display for Location {
 pub struct StoreOptions {
     /// Largest object (or delta result) we agree to allocate.
     pub max_object_size: u64,
+    /// Replace refs to apply to every read (empty when they are turned off).
+    pub replacements: Replacements,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions {
-            max_object_size: 4 << 30,
-        }
+        StoreOptions { max_object_size: 4 << 30, replacements: Replacements::default() }
     }
 }
 
@@ -128,11 +142,7 @@ pub struct Resolver {
 
 impl Resolver {
     pub fn new(delta_cache_bytes: usize) -> Self {
-        Resolver {
-            cache: DeltaCache::new(delta_cache_bytes),
-            inflater: Inflater::default(),
-            inflated_bytes: 0,
-        }
+        Resolver { cache: DeltaCache::new(delta_cache_bytes), inflater: Inflater::default(), inflated_bytes: 0 }
     }
 
     pub fn cache(&self) -> &DeltaCache {
@@ -168,18 +178,9 @@ impl Store {
         let env_alternates = std::env::var_os("GIT_ALTERNATE_OBJECT_DIRECTORIES");
         let dirs = alternates::object_dirs(objects_dir, env_alternates.as_deref())
             .into_iter()
-            .map(|path| ObjectDir {
-                path,
-                packs: RwLock::default(),
-                scanned: Mutex::new(None),
-            })
+            .map(|path| ObjectDir { path, packs: RwLock::default(), scanned: Mutex::new(None) })
             .collect();
-        let store = Store {
-            hash,
-            dirs,
-            next_pack_id: AtomicU32::new(0),
-            options,
-        };
+        let store = Store { hash, dirs, next_pack_id: AtomicU32::new(0), options };
         for dir in &store.dirs {
             store.rescan(dir);
         }
@@ -195,13 +196,44 @@ impl Store {
         self.dirs.iter().map(|dir| snapshot(dir).packs.len()).sum()
     }
 
-    /// Reads an object: `Ok(None)` if no object directory has it, an error if every copy found is damaged.
+    /// Reads an object, or its replacement when a replace ref names one: `Ok(None)` if no object directory
+    /// has it, an error if every copy found is damaged.
     pub fn read(&self, id: &oid, resolver: &mut Resolver) -> Result<Option<Object>, ReadError> {
+        let target = self.replacement(id)?;
+        if target == id {
+            return self.read_exact(id, resolver);
+        }
+        match self.read_exact(&target, resolver)? {
+            Some(object) => Ok(Some(object)),
+            None => Err(replace_error(id, Damage::ReplacementMissing(target))),
+        }
+    }
+
+    /// Does the object (or its replacement) exist? Looks at indexes and file names only: nothing is inflated.
+    pub fn exists(&self, id: &oid) -> Result<bool, ReadError> {
+        let target = self.replacement(id)?;
+        let found = |store: &Store| {
+            target == gix_hash::ObjectId::empty_tree(store.hash)
+                || store.dirs.iter().any(|dir| {
+                    snapshot(dir).packs.iter().any(|pack| pack.lookup(&target).is_some())
+                        || loose::path(&dir.path, &target).is_file()
+                })
+        };
+        if found(self) {
+            return Ok(true);
+        }
+        let changed = self.dirs.iter().fold(false, |changed, dir| self.rescan(dir) | changed);
+        Ok(changed && found(self))
+    }
+
+    fn replacement(&self, id: &oid) -> Result<ObjectId, ReadError> {
+        self.options.replacements.resolve(&id.to_owned()).map_err(|err| replace_error(id, err.into()))
+    }
+
+    /// Reads exactly `id`, without replace refs.
+    fn read_exact(&self, id: &oid, resolver: &mut Resolver) -> Result<Option<Object>, ReadError> {
         if id == gix_hash::ObjectId::empty_tree(self.hash) {
-            return Ok(Some(Object {
-                kind: Kind::Tree,
-                data: Arc::default(),
-            }));
+            return Ok(Some(Object { kind: Kind::Tree, data: Arc::default() }));
         }
         let mut first_error = None;
         for attempt in 0..2 {
@@ -219,10 +251,7 @@ impl Store {
                     let path = loose::path(&dir.path, id);
                     match loose::read(&path, self.options.max_object_size) {
                         Ok(Some((kind, data))) => {
-                            return Ok(Some(Object {
-                                kind,
-                                data: Arc::new(data),
-                            }));
+                            return Ok(Some(Object { kind, data: Arc::new(data) }));
                         }
                         Ok(None) => {}
                         Err(damage) => {
@@ -262,9 +291,7 @@ impl Store {
     fn find_packed(&self, id: &oid) -> Option<(Arc<Pack>, u64)> {
         self.dirs.iter().find_map(|dir| {
             let set = snapshot(dir);
-            set.packs
-                .iter()
-                .find_map(|pack| pack.lookup(id).map(|offset| (Arc::clone(pack), offset)))
+            set.packs.iter().find_map(|pack| pack.lookup(id).map(|offset| (Arc::clone(pack), offset)))
         })
     }
 
@@ -319,6 +346,10 @@ impl Store {
         *dir.packs.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
         changed
     }
+}
+
+fn replace_error(id: &oid, damage: Damage) -> ReadError {
+    ReadError { oid: id.to_owned(), location: Location::ReplaceRefs, damage }
 }
 
 fn snapshot(dir: &ObjectDir) -> Arc<PackSet> {

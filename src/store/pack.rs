@@ -27,31 +27,19 @@ impl Pack {
     pub fn open(idx_path: &Path, id: u32, hash: gix_hash::Kind) -> Result<Pack, String> {
         let index = gix_pack::index::File::at(idx_path, hash).map_err(|err| format!("{err}"))?;
         let pack_path = idx_path.with_extension("pack");
-        let mtime = std::fs::metadata(&pack_path)
-            .and_then(|m| m.modified())
-            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let mtime = std::fs::metadata(&pack_path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
         let data = gix_pack::data::File::at(&pack_path, hash)
             .map_err(|err| format!("cannot open pack: {err}"))
             .and_then(|data| {
                 if data.num_objects() != index.num_objects() {
-                    Err(format!(
-                        "pack has {} objects but its index lists {}",
-                        data.num_objects(),
-                        index.num_objects()
-                    ))
+                    Err(format!("pack has {} objects but its index lists {}", data.num_objects(), index.num_objects()))
                 } else if data.checksum() != index.pack_checksum() {
                     Err("pack does not match its index (checksum differs: truncated or replaced?)".into())
                 } else {
                     Ok(data)
                 }
             });
-        Ok(Pack {
-            id,
-            index,
-            pack_path,
-            mtime,
-            data,
-        })
+        Ok(Pack { id, index, pack_path, mtime, data })
     }
 
     /// Where `id` starts in the pack, if the index lists it.
@@ -77,15 +65,10 @@ impl Pack {
     /// before anything is allocated.
     pub fn inflate(&self, entry: &Entry, inflater: &mut Inflater, limit: u64) -> Result<Vec<u8>, Damage> {
         if entry.decompressed_size > limit {
-            return Err(Damage::TooLarge {
-                size: entry.decompressed_size,
-                limit,
-            });
+            return Err(Damage::TooLarge { size: entry.decompressed_size, limit });
         }
         let data = self.data()?;
-        let input = data
-            .entry_slice(entry.data_offset..data.pack_end() as u64)
-            .ok_or(Damage::Truncated)?;
+        let input = data.entry_slice(entry.data_offset..data.pack_end() as u64).ok_or(Damage::Truncated)?;
         inflater.zlib(input, entry.decompressed_size as usize)
     }
 }

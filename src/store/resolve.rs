@@ -34,10 +34,7 @@ impl Store {
         let mut offset = offset;
         let damaged = |pack: &Pack, offset: u64, damage: Damage| ReadError {
             oid: id.to_owned(),
-            location: Location::Pack {
-                path: pack.pack_path.clone(),
-                offset,
-            },
+            location: Location::Pack { path: pack.pack_path.clone(), offset },
             damage,
         };
 
@@ -62,11 +59,7 @@ impl Store {
                             let loose = self.find_loose(&base_id);
                             let loose = loose.ok_or_else(|| damaged(&pack, offset, Damage::BaseMissing(base_id)))?;
                             let (kind, data) = loose.map_err(|d| damaged(&pack, offset, d))?;
-                            chain.push(Link {
-                                pack: Arc::clone(&pack),
-                                offset,
-                                entry,
-                            });
+                            chain.push(Link { pack: Arc::clone(&pack), offset, entry });
                             break (kind, Arc::new(data), true);
                         }
                     },
@@ -79,11 +72,7 @@ impl Store {
                     break (kind, Arc::new(data), false);
                 }
             };
-            chain.push(Link {
-                pack: Arc::clone(&pack),
-                offset,
-                entry,
-            });
+            chain.push(Link { pack: Arc::clone(&pack), offset, entry });
             if chain.len() > MAX_DELTA_CHAIN {
                 return Err(damaged(&pack, offset, Damage::ChainTooDeep));
             }

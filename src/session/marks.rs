@@ -1,0 +1,202 @@
+//! Marks: `:N` names for objects, defined by `blob` in the stream or imported from a marks file, and exported
+//! to one (git's `insert_mark`, `read_mark_file`, `dump_marks`).
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::fatal::Bytes;
+use crate::request::dataref::strtoumax;
+use crate::store::ObjectId;
+
+/// git reads marks files with `fgets` into a 512-byte buffer: a longer line arrives in pieces.
+const MARK_LINE_BUFFER: usize = 512;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MarksError {
+    #[error("corrupt mark line: {}", Bytes(.0))]
+    CorruptLine(Vec<u8>),
+    #[error("cannot read '{}': {message}", Bytes(.path.as_os_str().as_encoded_bytes()))]
+    CannotRead { path: PathBuf, message: String },
+    #[error("object not found: {0}")]
+    ObjectNotFound(ObjectId),
+}
+
+/// The marks of one stream.
+#[derive(Debug, Default, Clone)]
+pub struct Marks {
+    table: HashMap<u64, ObjectId>,
+}
+
+impl Marks {
+    /// Defines or redefines a mark. Mark 0 is never stored (git only inserts `if (mark)`).
+    pub fn insert(&mut self, mark: u64, id: ObjectId) {
+        if mark != 0 {
+            self.table.insert(mark, id);
+        }
+    }
+
+    pub fn get(&self, mark: u64) -> Option<ObjectId> {
+        self.table.get(&mark).copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Reads a marks file (`read_marks`): `Ok(false)` if it is missing and `ignore_missing` is set. Each id
+    /// must name an object for which `exists` says yes.
+    pub fn import(
+        &mut self,
+        path: &Path,
+        ignore_missing: bool,
+        exists: &mut dyn FnMut(&ObjectId) -> bool,
+    ) -> Result<bool, MarksError> {
+        let content = match std::fs::read(path) {
+            Ok(content) => content,
+            Err(err) if ignore_missing && err.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(err) => {
+                let message = crate::response::writev::strerror(&err);
+                return Err(MarksError::CannotRead { path: path.to_owned(), message });
+            }
+        };
+        for (mark, id) in parse_marks_file(&content)? {
+            if !exists(&id) {
+                return Err(MarksError::ObjectNotFound(id));
+            }
+            self.insert(mark, id);
+        }
+        Ok(true)
+    }
+
+    /// The marks file's bytes: `:<mark> <hex>\n` per mark, ascending.
+    pub fn export_bytes(&self) -> Vec<u8> {
+        let mut marks: Vec<_> = self.table.iter().collect();
+        marks.sort_unstable_by_key(|(mark, _)| **mark);
+        let mut out = Vec::with_capacity(marks.len() * 48);
+        for (mark, id) in marks {
+            out.push(b':');
+            out.extend_from_slice(itoa::Buffer::new().format(*mark).as_bytes());
+            out.push(b' ');
+            out.extend_from_slice(id.to_hex().to_string().as_bytes());
+            out.push(b'\n');
+        }
+        out
+    }
+
+    /// Writes the marks file as git's `dump_marks` does: leading directories created, written to
+    /// `<file>.lock` and renamed into place. The error is git's `error:` text (exit status 1 at the end).
+    pub fn export(&self, path: &Path) -> Result<(), String> {
+        let show = |p: &Path| Bytes(p.as_os_str().as_encoded_bytes()).to_string();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|err| format!("unable to create leading directories of {}: {}", show(path), strerr(&err)))?;
+        }
+        let mut lock_name = path.as_os_str().to_owned();
+        lock_name.push(".lock");
+        let lock = PathBuf::from(lock_name);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&lock)
+            .map_err(|err| format!("unable to write marks file {}: {}", show(path), strerr(&err)))?;
+        let written = file.write_all(&self.export_bytes()).and_then(|()| file.sync_data());
+        drop(file);
+        if let Err(err) = written.and_then(|()| std::fs::rename(&lock, path)) {
+            let _ = std::fs::remove_file(&lock);
+            return Err(format!("unable to write file {}: {}", show(path), strerr(&err)));
+        }
+        Ok(())
+    }
+}
+
+fn strerr(err: &io::Error) -> String {
+    crate::response::writev::strerror(err)
+}
+
+/// Parses a marks file exactly as git's `read_mark_file` does, with its 512-byte `fgets` buffer: each line
+/// must start with `:`, end with LF, hold a non-zero mark, exactly one SP, and a hex id of either hash.
+pub fn parse_marks_file(content: &[u8]) -> Result<Vec<(u64, ObjectId)>, MarksError> {
+    let mut marks = Vec::new();
+    let mut rest = content;
+    while !rest.is_empty() {
+        // What one fgets call returns: up to and including LF, at most 511 bytes.
+        let limit = rest.len().min(MARK_LINE_BUFFER - 1);
+        let piece_len = memchr::memchr(b'\n', &rest[..limit]).map_or(limit, |lf| lf + 1);
+        let (piece, next) = rest.split_at(piece_len);
+        rest = next;
+        // The C code works on a C string: a NUL ends the line early, hiding its LF.
+        let line = crate::request::c_string(piece);
+        let Some(body) = line.strip_suffix(b"\n").filter(|_| line.first() == Some(&b':')) else {
+            return Err(MarksError::CorruptLine(line.to_vec()));
+        };
+        let corrupt = || MarksError::CorruptLine(body.to_vec());
+        let (mark, used) = strtoumax(&body[1..]).ok_or_else(corrupt)?;
+        let after = &body[1 + used..];
+        let hex = after.strip_prefix(b" ").ok_or_else(corrupt)?;
+        if mark == 0 {
+            return Err(corrupt());
+        }
+        let id = parse_hex_any(hex).ok_or_else(corrupt)?;
+        marks.push((mark, id));
+    }
+    Ok(marks)
+}
+
+/// git's `get_oid_hex_any`: the longest hash whose full hex length starts `hex` (trailing bytes ignored).
+fn parse_hex_any(hex: &[u8]) -> Option<ObjectId> {
+    [gix_hash::Kind::Sha256, gix_hash::Kind::Sha1].into_iter().find_map(|kind| {
+        let digits = hex.get(..kind.len_in_hex())?;
+        if !digits.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        ObjectId::from_hex(digits).ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEX: &str = "ce013625030ba8dba906f756967f9e9ca394464a";
+
+    #[test]
+    fn parses_what_git_accepts() {
+        let id = ObjectId::from_hex(HEX.as_bytes()).unwrap();
+        let file = format!(":1 {HEX}\n: 3 {HEX}\n:03 {HEX} trailing junk\n");
+        assert_eq!(parse_marks_file(file.as_bytes()).unwrap(), vec![(1, id), (3, id), (3, id)]);
+    }
+
+    #[test]
+    fn refuses_what_git_refuses_with_its_message() {
+        let cases = [
+            (format!(":0 {HEX}\n"), format!("corrupt mark line: :0 {HEX}")),
+            (format!(":1  {HEX}\n"), format!("corrupt mark line: :1  {HEX}")),
+            (format!(":1 {}\n", &HEX[..39]), format!("corrupt mark line: :1 {}", &HEX[..39])),
+            (format!(":1 {HEX}"), format!("corrupt mark line: :1 {HEX}")),
+            ("\n".to_string(), "corrupt mark line: \n".to_string()),
+            ("xyz\n".to_string(), "corrupt mark line: xyz\n".to_string()),
+            (format!(":x {HEX}\n"), format!("corrupt mark line: :x {HEX}")),
+        ];
+        for (file, message) in cases {
+            assert_eq!(parse_marks_file(file.as_bytes()).unwrap_err().to_string(), message, "{file:?}");
+        }
+        let long = format!(":1 {HEX}{}\n", "x".repeat(600));
+        assert!(parse_marks_file(long.as_bytes()).is_err(), "a line over 511 bytes is cut and corrupt");
+    }
+
+    #[test]
+    fn export_is_sorted_and_round_trips() {
+        let id = ObjectId::from_hex(HEX.as_bytes()).unwrap();
+        let mut marks = Marks::default();
+        for mark in [10, 2, 0, 1000000, 1] {
+            marks.insert(mark, id);
+        }
+        let bytes = marks.export_bytes();
+        assert!(bytes.starts_with(format!(":1 {HEX}\n:2 {HEX}\n:10 {HEX}\n").as_bytes()));
+        assert_eq!(parse_marks_file(&bytes).unwrap().len(), 4);
+    }
+}

@@ -1,0 +1,235 @@
+//! Blobs defined in the stream by `blob` commands: readable by id and by mark for the rest of the stream, as
+//! they are from git's in-progress pack.
+//!
+//! Bodies stay in memory up to a byte budget; past it they go to an anonymous temporary file, so a stream of
+//! many gigabytes of blobs runs in bounded memory.
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+use super::{Data, ObjectId};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StreamBlobError {
+    #[error("cannot write a blob from the stream to a temporary file: {0}")]
+    Spill(#[source] io::Error),
+    #[error("cannot read back a blob from the stream's temporary file: {0}")]
+    ReadBack(#[source] io::Error),
+    #[error("cannot hash a blob from the stream: {0}")]
+    Hash(String),
+}
+
+enum Stored {
+    Memory(Data),
+    Spilled { offset: u64, len: u64 },
+}
+
+pub struct StreamBlobs {
+    blobs: HashMap<ObjectId, Stored>,
+    memory_budget: usize,
+    memory_used: usize,
+    spill: Option<File>,
+    spill_len: u64,
+}
+
+/// One body being received, in memory or in the spill file. A counted body is hashed as it arrives (its
+/// header is known up front); a delimited one is hashed when it ends.
+pub struct BodyWriter<'a> {
+    blobs: &'a mut StreamBlobs,
+    hash: gix_hash::Kind,
+    /// Fed `blob <len>\0` and every piece, when the length was announced.
+    hasher: Option<(gix_hash::Hasher, u64)>,
+    memory: Vec<u8>,
+    spilled_from: Option<u64>,
+    len: u64,
+}
+
+/// `blob <len>\0`, the header git hashes before a blob's content.
+fn blob_header(len: u64) -> Vec<u8> {
+    let mut header = b"blob ".to_vec();
+    header.extend_from_slice(itoa::Buffer::new().format(len).as_bytes());
+    header.push(0);
+    header
+}
+
+impl StreamBlobs {
+    pub fn new(memory_budget: usize) -> Self {
+        StreamBlobs { blobs: HashMap::new(), memory_budget, memory_used: 0, spill: None, spill_len: 0 }
+    }
+
+    /// Starts a blob of `declared_len` bytes (a hint: delimited bodies do not know theirs).
+    pub fn begin(
+        &mut self,
+        hash: gix_hash::Kind,
+        declared_len: Option<u64>,
+    ) -> Result<BodyWriter<'_>, StreamBlobError> {
+        let hasher = declared_len.map(|len| {
+            let mut hasher = gix_hash::hasher(hash);
+            hasher.update(&blob_header(len));
+            (hasher, len)
+        });
+        let mut writer = BodyWriter { blobs: self, hash, hasher, memory: Vec::new(), spilled_from: None, len: 0 };
+        match declared_len {
+            Some(len) if !writer.fits(len) => writer.start_spill()?,
+            // A stream may announce more than it sends: grow with what arrives, not with what was announced.
+            _ => {}
+        }
+        Ok(writer)
+    }
+
+    /// The content of a blob the stream defined, if any.
+    pub fn get(&self, id: &ObjectId) -> Result<Option<Data>, StreamBlobError> {
+        match self.blobs.get(id) {
+            None => Ok(None),
+            Some(Stored::Memory(data)) => Ok(Some(Arc::clone(data))),
+            Some(Stored::Spilled { offset, len }) => {
+                let file = self.spill.as_ref().expect("a spilled blob has a spill file");
+                let mut data = vec![0u8; *len as usize];
+                file.read_exact_at(&mut data, *offset).map_err(StreamBlobError::ReadBack)?;
+                Ok(Some(Arc::new(data)))
+            }
+        }
+    }
+
+    pub fn contains(&self, id: &ObjectId) -> bool {
+        self.blobs.contains_key(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.blobs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.blobs.is_empty()
+    }
+
+    fn spill_file(&mut self) -> Result<&mut File, StreamBlobError> {
+        if self.spill.is_none() {
+            self.spill = Some(tempfile::tempfile().map_err(StreamBlobError::Spill)?);
+        }
+        Ok(self.spill.as_mut().expect("just created"))
+    }
+}
+
+impl BodyWriter<'_> {
+    fn fits(&self, additional: u64) -> bool {
+        (self.blobs.memory_used as u64).saturating_add(self.memory.len() as u64).saturating_add(additional)
+            <= self.blobs.memory_budget as u64
+    }
+
+    fn start_spill(&mut self) -> Result<(), StreamBlobError> {
+        let offset = self.blobs.spill_len;
+        let pending = std::mem::take(&mut self.memory);
+        let file = self.blobs.spill_file()?;
+        file.write_all_at(&pending, offset).map_err(StreamBlobError::Spill)?;
+        self.blobs.spill_len += pending.len() as u64;
+        self.spilled_from = Some(offset);
+        Ok(())
+    }
+
+    /// Appends a piece of the body.
+    pub fn write(&mut self, piece: &[u8]) -> Result<(), StreamBlobError> {
+        if let Some((hasher, _)) = &mut self.hasher {
+            hasher.update(piece);
+        }
+        self.len += piece.len() as u64;
+        if self.spilled_from.is_none() && !self.fits(piece.len() as u64) {
+            self.start_spill()?;
+        }
+        if self.spilled_from.is_some() {
+            let offset = self.blobs.spill_len;
+            let file = self.blobs.spill_file()?;
+            file.write_all_at(piece, offset).map_err(StreamBlobError::Spill)?;
+            self.blobs.spill_len += piece.len() as u64;
+        } else {
+            self.memory.extend_from_slice(piece);
+        }
+        Ok(())
+    }
+
+    /// Stores the blob and returns its id: the hash of `blob <len>\0<body>` in the repository's hash.
+    pub fn finish(mut self) -> Result<ObjectId, StreamBlobError> {
+        let id = match self.hasher.take() {
+            Some((hasher, declared)) if declared == self.len => hasher.try_finalize(),
+            _ => self.hash_after_the_fact()?,
+        }
+        .map_err(|err| StreamBlobError::Hash(err.to_string()))?;
+        let stored = match self.spilled_from {
+            Some(offset) => Stored::Spilled { offset, len: self.len },
+            None => {
+                self.blobs.memory_used += self.memory.len();
+                Stored::Memory(Arc::new(std::mem::take(&mut self.memory)))
+            }
+        };
+        if let Some(Stored::Memory(old)) = self.blobs.blobs.insert(id, stored) {
+            self.blobs.memory_used -= old.len();
+        }
+        Ok(id)
+    }
+
+    /// Hashes a body whose length was not known when it started (a delimited body).
+    fn hash_after_the_fact(&self) -> Result<Result<ObjectId, gix_error::Error>, StreamBlobError> {
+        let mut hasher = gix_hash::hasher(self.hash);
+        hasher.update(&blob_header(self.len));
+        match self.spilled_from {
+            None => hasher.update(&self.memory),
+            Some(offset) => {
+                let file = self.blobs.spill.as_ref().expect("a spilled body has a spill file");
+                let mut chunk = vec![0u8; 1 << 20];
+                let mut done = 0;
+                while done < self.len {
+                    let n = chunk.len().min((self.len - done) as usize);
+                    file.read_exact_at(&mut chunk[..n], offset + done).map_err(StreamBlobError::ReadBack)?;
+                    hasher.update(&chunk[..n]);
+                    done += n as u64;
+                }
+            }
+        }
+        Ok(hasher.try_finalize())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(blobs: &mut StreamBlobs, body: &[u8], announce: bool, piece: usize) -> ObjectId {
+        let declared = announce.then_some(body.len() as u64);
+        let mut writer = blobs.begin(gix_hash::Kind::Sha1, declared).unwrap();
+        for chunk in body.chunks(piece.max(1)) {
+            writer.write(chunk).unwrap();
+        }
+        writer.finish().unwrap()
+    }
+
+    #[test]
+    fn ids_are_gits_whether_counted_or_delimited_in_memory_or_spilled() {
+        let hello = ObjectId::from_hex(b"ce013625030ba8dba906f756967f9e9ca394464a").unwrap();
+        let empty = ObjectId::from_hex(b"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391").unwrap();
+        for budget in [0, 3, 1 << 20] {
+            for announce in [true, false] {
+                let mut blobs = StreamBlobs::new(budget);
+                assert_eq!(store(&mut blobs, b"hello\n", announce, 2), hello);
+                assert_eq!(store(&mut blobs, b"", announce, 1), empty);
+                assert_eq!(blobs.get(&hello).unwrap().unwrap().as_slice(), b"hello\n");
+                assert_eq!(blobs.get(&empty).unwrap().unwrap().as_slice(), b"");
+            }
+        }
+    }
+
+    #[test]
+    fn memory_stays_within_the_budget() {
+        let mut blobs = StreamBlobs::new(100);
+        let big: Vec<u8> = (0..1000u32).map(|i| i as u8).collect();
+        for i in 0..20u8 {
+            let mut body = big.clone();
+            body[0] = i;
+            let id = store(&mut blobs, &body, i % 2 == 0, 64);
+            assert_eq!(blobs.get(&id).unwrap().unwrap().as_slice(), body.as_slice());
+            assert!(blobs.memory_used <= 100);
+        }
+        assert_eq!(blobs.len(), 20);
+    }
+}
