@@ -37,6 +37,18 @@ pub struct Cli {
     /// temporary file.
     #[arg(long, value_name = "BYTES", default_value = "256m", value_parser = parse_size)]
     pub stream_blob_memory: u64,
+
+    /// Threads that find, inflate and delta-resolve objects (default: the available cores).
+    #[arg(long, value_name = "N", env = "CAT_BLOBD_THREADS")]
+    pub threads: Option<usize>,
+
+    /// Requests in flight at most; memory stays bounded by this and --window-bytes.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub window: usize,
+
+    /// Bytes of resolved responses waiting to be written at most.
+    #[arg(long, value_name = "BYTES", default_value = "64m", value_parser = parse_size)]
+    pub window_bytes: u64,
 }
 
 /// The whole command line: cat-blobd's flags, and git fast-import's in their original order.
@@ -47,7 +59,8 @@ pub struct Args {
 }
 
 /// Flags that belong to cat-blobd itself (each takes a value, as `--flag=v` or `--flag v`).
-const OWN_VALUE_FLAGS: [&str; 3] = ["--git-dir", "--delta-cache-size", "--stream-blob-memory"];
+const OWN_VALUE_FLAGS: [&str; 6] =
+    ["--git-dir", "--delta-cache-size", "--stream-blob-memory", "--threads", "--window", "--window-bytes"];
 
 /// Splits `args` (without the program name) between clap and git's flag list.
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, clap::Error> {

@@ -15,6 +15,7 @@
 
 pub mod cli;
 pub mod fatal;
+pub mod pipeline;
 pub mod repo;
 pub mod request;
 pub mod response;

@@ -9,6 +9,7 @@ use clap::error::ErrorKind;
 
 use cat_blobd::cli;
 use cat_blobd::fatal::print_fatal;
+use cat_blobd::pipeline::PipelineConfig;
 use cat_blobd::repo::Repository;
 use cat_blobd::session::{self, SessionConfig, StreamIo, ls::LsOptions};
 use cat_blobd::store::{Replacements, Store, StoreOptions};
@@ -46,6 +47,12 @@ fn run(args: cli::Args) -> anyhow::Result<u8> {
         ls: LsOptions { quote_path: repo.config.quote_path, ignore_case: repo.config.ignore_case },
         fast_import_args: args.fast_import,
         relative_marks_dir: repo.common_dir.join("info").join("fast-import"),
+        pipeline: PipelineConfig {
+            threads: args.cli.threads.unwrap_or(PipelineConfig::default().threads).max(1),
+            window: args.cli.window.max(1),
+            window_bytes: usize::try_from(args.cli.window_bytes).unwrap_or(usize::MAX),
+            ..PipelineConfig::default()
+        },
     };
     let outcome = session::run(stdin, StreamIo { stdout: 1, stderr: 2 }, &store, config);
     Ok(outcome.exit as u8)

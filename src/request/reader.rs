@@ -109,6 +109,12 @@ impl<R: Read> LineReader<R> {
         Ok(())
     }
 
+    /// Is more input already buffered? If not, the next command may not have been sent yet: a frontend may be
+    /// waiting for the last response before it sends another.
+    pub fn has_buffered_input(&self) -> bool {
+        self.start < self.end
+    }
+
     /// Has the input ended? True after a read returned nothing (so after a last line without LF, or after
     /// `next_line` returned `None`).
     pub fn at_eof(&self) -> bool {

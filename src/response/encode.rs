@@ -63,6 +63,11 @@ impl Response {
         }
     }
 
+    /// Is this a `<oid> missing` answer?
+    pub fn is_missing(&self) -> bool {
+        matches!(self, Response::Line(line) if line.ends_with(b" missing\n"))
+    }
+
     /// Total bytes this response puts on the fd.
     pub fn len(&self) -> usize {
         match self {

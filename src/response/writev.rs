@@ -61,6 +61,21 @@ impl FdSink {
         // to report, not undefined behaviour.
         Ok(unsafe { BorrowedFd::borrow_raw(self.fd) })
     }
+
+    /// If the fd is a pipe with a smaller buffer, asks the kernel for `size` bytes, capped by
+    /// `/proc/sys/fs/pipe-max-size`; returns the buffer size in effect. Best effort: a pipe that cannot grow,
+    /// or an fd that is not a pipe, stays as it is. A bigger pipe means fewer, larger writes and fewer
+    /// context switches with the reader.
+    pub fn grow_pipe(&self, size: usize) -> Option<usize> {
+        let fd = self.fd().ok()?;
+        let current = rustix::pipe::fcntl_getpipe_size(fd).ok()?;
+        let max = std::fs::read_to_string("/proc/sys/fs/pipe-max-size").ok().and_then(|s| s.trim().parse().ok());
+        let wanted = size.min(max.unwrap_or(size));
+        if current >= wanted {
+            return Some(current);
+        }
+        rustix::pipe::fcntl_setpipe_size(fd, wanted).ok().or(Some(current))
+    }
 }
 
 impl Sink for FdSink {

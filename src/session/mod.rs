@@ -12,11 +12,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::fatal::{Bytes, fatal_line};
+use crate::pipeline::{Output, Pipeline, PipelineConfig, Target};
 use crate::request::dataref::{Dataref, strtoumax};
 use crate::request::reader::{self, LineReader};
 use crate::request::{self, Command, Context, ParseError};
 use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, WriteError};
+use crate::store::cache::SharedCache;
 use crate::store::stream::{StreamBlobError, StreamBlobs};
 use crate::store::{Kind, Object, ObjectId, ReadError, Resolver, Store, oid};
 use ls::{LsError, LsOptions};
@@ -88,6 +90,7 @@ pub struct SessionConfig {
     pub fast_import_args: Vec<Vec<u8>>,
     /// `<git dir>/info/fast-import`, where relative marks paths go under `relative-marks`.
     pub relative_marks_dir: PathBuf,
+    pub pipeline: PipelineConfig,
 }
 
 /// Where a stream's output goes: `progress` to `stdout`, messages to `stderr`, responses to the cat-blob fd
@@ -151,35 +154,47 @@ impl std::fmt::Display for Stats {
 pub fn run<R: Read>(input: R, io: StreamIo, store: &Store, config: SessionConfig) -> Outcome {
     let started = Instant::now();
     let mut reader = LineReader::new(input);
-    let mut session = Session::new(io, store, config);
-    let result = session.run(&mut reader);
-    let exit = match result {
-        Ok(()) => {
-            session.export_marks();
-            if session.failure { Exit::Failure } else { Exit::Success }
+    let cache = SharedCache::new(config.delta_cache_size);
+    let pipeline_config = config.pipeline;
+    std::thread::scope(|scope| {
+        let output = Output::new(io.stdout, io.stdout);
+        let pipeline = Pipeline::start(scope, store, cache.clone(), output, pipeline_config);
+        let mut session = Session::new(io, store, cache, pipeline, config);
+        let result = session.commands(&mut reader);
+        let pipeline = session.pipeline.take().expect("the pipeline lives until the end of the stream");
+        let (result, output) = pipeline.finish(result.err());
+        session.stats.bytes = output.bytes;
+        session.stats.missing = output.missing;
+        session.stats.writev_calls = output.writev_calls;
+        let exit = match result {
+            Ok(()) => {
+                session.export_marks();
+                if session.failure { Exit::Failure } else { Exit::Success }
+            }
+            Err(SessionError::Option(OptionError::Usage)) => {
+                session.message(format!("{}\n", OptionError::Usage).as_bytes());
+                Exit::Usage
+            }
+            Err(err) => {
+                session.message(&fatal_line(&err.to_string()));
+                // git's die handler still writes the marks file.
+                session.export_marks();
+                Exit::Fatal
+            }
+        };
+        let mut stats = session.stats();
+        stats.elapsed = started.elapsed();
+        if session.settings.stats && exit != Exit::Fatal {
+            session.message(stats.to_string().as_bytes());
         }
-        Err(SessionError::Option(OptionError::Usage)) => {
-            session.message(format!("{}\n", OptionError::Usage).as_bytes());
-            Exit::Usage
-        }
-        Err(err) => {
-            session.message(&fatal_line(&err.to_string()));
-            // git's die handler still writes the marks file.
-            session.export_marks();
-            Exit::Fatal
-        }
-    };
-    let mut stats = session.stats();
-    stats.elapsed = started.elapsed();
-    if session.settings.stats && exit != Exit::Fatal {
-        session.message(stats.to_string().as_bytes());
-    }
-    Outcome { exit, stats }
+        Outcome { exit, stats }
+    })
 }
 
 struct Session<'a> {
     io: StreamIo,
     store: &'a Store,
+    pipeline: Option<Pipeline<'a>>,
     resolver: Resolver,
     settings: Settings,
     args: Vec<Vec<u8>>,
@@ -191,15 +206,13 @@ struct Session<'a> {
     rewrites: HashMap<ObjectId, ObjectId>,
     import_done: bool,
     ls: LsOptions,
-    cat_blob: GatherWriter<FdSink>,
-    stdout: GatherWriter<FdSink>,
     /// An `error:` was printed (the marks file could not be written): exit 1 at the end.
     failure: bool,
     stats: Stats,
 }
 
 impl<'a> Session<'a> {
-    fn new(io: StreamIo, store: &'a Store, config: SessionConfig) -> Self {
+    fn new(io: StreamIo, store: &'a Store, cache: SharedCache, pipeline: Pipeline<'a>, config: SessionConfig) -> Self {
         let mut settings = Settings::new(config.relative_marks_dir);
         // git scans for this one flag before anything else: it changes how feature lines are read.
         settings.allow_unsafe_features = config
@@ -210,7 +223,8 @@ impl<'a> Session<'a> {
         Session {
             io,
             store,
-            resolver: Resolver::new(config.delta_cache_size),
+            pipeline: Some(pipeline),
+            resolver: Resolver::sharing(cache),
             settings,
             args: config.fast_import_args,
             seen_data_command: false,
@@ -219,34 +233,40 @@ impl<'a> Session<'a> {
             rewrites: HashMap::new(),
             import_done: false,
             ls: config.ls,
-            cat_blob: GatherWriter::new(FdSink::new(io.stdout)),
-            stdout: GatherWriter::new(FdSink::new(io.stdout)),
             failure: false,
             stats: Stats::default(),
         }
     }
 
-    fn run<R: Read>(&mut self, reader: &mut LineReader<R>) -> Result<(), SessionError> {
+    /// The main loop (git's `cmd_fast_import`): every command in order until `done`, the end of input, or a
+    /// fatal error (returned; earlier responses may still be in flight).
+    fn commands<R: Read>(&mut self, reader: &mut LineReader<R>) -> Result<(), SessionError> {
         while self.next_command(reader)? {
+            if self.pipeline().failed() {
+                // An earlier response failed; `finish` reports it. git would not have read this far.
+                return Ok(());
+            }
             let line = request::c_string(reader.line());
             let cx = Context { hash: self.store.object_hash(), rewrites: &self.rewrites };
             match request::parse_command(line, cx)? {
                 Command::Blob => self.blob(reader)?,
                 Command::CatBlob(dataref) => {
-                    let response = self.cat_blob(dataref)?;
-                    self.respond(&response)?;
+                    let interactive = !reader.has_buffered_input();
+                    self.cat_blob(dataref, interactive)?;
                 }
                 Command::GetMark(mark) => {
+                    self.stats.requests += 1;
                     let id = self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?;
                     let mut line = id.to_hex().to_string().into_bytes();
                     line.push(b'\n');
-                    self.respond(&Response::Line(line))?;
+                    self.respond(Response::Line(line), Target::CatBlob)?;
                 }
                 Command::Ls(arg) => {
+                    self.stats.requests += 1;
                     let (line, arg) = (line.to_vec(), arg.to_vec());
                     let ls_options = self.ls;
                     let response = ls::ls(&line, &arg, &mut self.objects(), &ls_options)?;
-                    self.respond(&Response::Line(response))?;
+                    self.respond(Response::Line(response), Target::CatBlob)?;
                 }
                 Command::Checkpoint => {
                     reader.skip_optional_lf()?;
@@ -257,7 +277,7 @@ impl<'a> Session<'a> {
                     // The raw line, NUL and all: git writes `command_buf.len` bytes.
                     let mut progress = reader.line().to_vec();
                     progress.push(b'\n');
-                    self.progress(&progress)?;
+                    self.respond(Response::Line(progress), Target::Stdout)?;
                     reader.skip_optional_lf()?;
                 }
                 Command::Feature(feature) => {
@@ -305,7 +325,8 @@ impl<'a> Session<'a> {
         let args = std::mem::take(&mut self.args);
         self.settings.apply_argv(&args)?;
         self.print_warnings();
-        self.cat_blob = GatherWriter::new(FdSink::new(self.settings.cat_blob_fd));
+        let (cat_blob_fd, stdout_fd) = (self.settings.cat_blob_fd, self.io.stdout);
+        self.pipeline().set_cat_blob_fd(cat_blob_fd, stdout_fd);
         for import in std::mem::take(&mut self.settings.imports_due) {
             self.import_marks(&import)?;
         }
@@ -408,38 +429,32 @@ impl<'a> Session<'a> {
         Ok(id)
     }
 
-    /// `cat-blob <dataref>` (git's `parse_cat_blob` + `cat_blob`).
-    fn cat_blob(&mut self, dataref: Dataref) -> Result<Response, SessionError> {
+    /// `cat-blob <dataref>` (git's `parse_cat_blob` + `cat_blob`): a blob the stream defined is answered here,
+    /// anything else by the pipeline.
+    fn cat_blob(&mut self, dataref: Dataref, interactive: bool) -> Result<(), SessionError> {
         let oid = match dataref {
             Dataref::Oid(oid) => oid,
             Dataref::Mark(mark) => self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?,
         };
-        match self.objects().read(&oid)? {
-            None => Ok(Response::missing(&oid)),
-            Some(object) if object.kind == Kind::Blob => Ok(Response::blob(&oid, object.data)),
-            Some(object) => Err(SessionError::NotABlob { oid, kind: object.kind }),
+        self.stats.requests += 1;
+        if let Some(data) = self.blobs.get(&oid)? {
+            return self.respond(Response::blob(&oid, data), Target::CatBlob);
         }
+        let pipeline = self.pipeline.as_mut().expect("the pipeline lives until the end of the stream");
+        pipeline.cat_blob(oid, interactive, &mut self.resolver)
+    }
+
+    fn pipeline(&mut self) -> &mut Pipeline<'a> {
+        self.pipeline.as_mut().expect("the pipeline lives until the end of the stream")
     }
 
     fn objects(&mut self) -> Objects<'_> {
         Objects { store: self.store, resolver: &mut self.resolver, blobs: &self.blobs, marks: &self.marks }
     }
 
-    /// Writes a response in full to the cat-blob fd.
-    fn respond(&mut self, response: &Response) -> Result<(), SessionError> {
-        self.stats.requests += 1;
-        self.stats.missing += u64::from(matches!(response, Response::Line(line) if line.ends_with(b" missing\n")));
-        self.stats.bytes += response.len() as u64;
-        let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(3);
-        response.push_slices(&mut slices);
-        self.cat_blob.write_all(&mut slices)?;
-        Ok(())
-    }
-
-    /// `progress` goes to stdout whatever the cat-blob fd is, as git writes it through stdio.
-    fn progress(&mut self, line: &[u8]) -> Result<(), SessionError> {
-        self.stdout.write_all(&mut [IoSlice::new(line)])?;
-        Ok(())
+    /// Hands a response to the pipeline, which writes it after everything before it.
+    fn respond(&mut self, response: Response, target: Target) -> Result<(), SessionError> {
+        self.pipeline().respond(response, target)
     }
 
     /// Writes the marks file if one is configured and the import (if any) was read (git's `dump_marks`).
@@ -467,13 +482,7 @@ impl<'a> Session<'a> {
 
     fn stats(&self) -> Stats {
         let (cache_hits, cache_misses) = self.resolver.cache().hit_counts();
-        Stats {
-            writev_calls: self.cat_blob.syscalls(),
-            inflated_bytes: self.resolver.inflated_bytes,
-            cache_hits,
-            cache_misses,
-            ..self.stats.clone()
-        }
+        Stats { inflated_bytes: self.resolver.cache().inflated_bytes(), cache_hits, cache_misses, ..self.stats.clone() }
     }
 }
 

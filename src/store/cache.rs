@@ -4,6 +4,9 @@
 //! gix-pack's own cache only keeps the final object a call returned, so chain roots were inflated again for
 //! every object built on them; this one keeps what later chains start from. Values are shared (`Arc`), never
 //! copied.
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
 use lru::LruCache;
 
 use super::{Data, Kind};
@@ -58,6 +61,47 @@ impl DeltaCache {
     /// (hits, misses) since creation.
     pub fn hit_counts(&self) -> (u64, u64) {
         (self.hits, self.misses)
+    }
+}
+
+/// One cache shared by several resolver threads: a chain root inflated by one thread serves the others.
+/// Each operation holds the lock only to look up or insert an `Arc`.
+#[derive(Clone)]
+pub struct SharedCache {
+    cache: Arc<Mutex<DeltaCache>>,
+    /// Bytes inflated by every resolver using this cache (objects and deltas): what the cache did not save.
+    inflated: Arc<AtomicU64>,
+}
+
+impl SharedCache {
+    pub fn new(capacity: usize) -> Self {
+        SharedCache { cache: Arc::new(Mutex::new(DeltaCache::new(capacity))), inflated: Arc::default() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, DeltaCache> {
+        // A panic elsewhere cannot leave the cache inconsistent: every operation completes under the lock.
+        self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn count_inflated(&self, bytes: usize) {
+        self.inflated.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub fn inflated_bytes(&self) -> u64 {
+        self.inflated.load(Ordering::Relaxed)
+    }
+
+    pub fn get(&self, key: Key) -> Option<(Kind, Data)> {
+        self.lock().get(key)
+    }
+
+    pub fn put(&self, key: Key, kind: Kind, data: Data) {
+        self.lock().put(key, kind, data)
+    }
+
+    /// (hits, misses) since creation.
+    pub fn hit_counts(&self) -> (u64, u64) {
+        self.lock().hit_counts()
     }
 }
 

@@ -27,7 +27,7 @@ pub use gix_hash::{ObjectId, oid};
 pub use gix_object::Kind;
 
 use crate::fatal::Bytes;
-use cache::DeltaCache;
+use cache::SharedCache;
 use inflate::Inflater;
 use pack::Pack;
 
@@ -132,20 +132,25 @@ impl Default for StoreOptions {
     }
 }
 
-/// Per-thread scratch state for reading objects: the delta-base cache and the inflater.
+/// Scratch state for reading objects on one thread: the inflater and a handle on the delta-base cache, which
+/// resolvers of one stream share.
 pub struct Resolver {
-    cache: DeltaCache,
+    cache: SharedCache,
     inflater: Inflater,
-    /// Bytes inflated so far (objects and deltas), to see what the cache saves.
-    pub inflated_bytes: u64,
 }
 
 impl Resolver {
+    /// A resolver with a cache of its own, capped at `delta_cache_bytes`.
     pub fn new(delta_cache_bytes: usize) -> Self {
-        Resolver { cache: DeltaCache::new(delta_cache_bytes), inflater: Inflater::default(), inflated_bytes: 0 }
+        Resolver::sharing(SharedCache::new(delta_cache_bytes))
     }
 
-    pub fn cache(&self) -> &DeltaCache {
+    /// A resolver that uses (and fills) `cache`.
+    pub fn sharing(cache: SharedCache) -> Self {
+        Resolver { cache, inflater: Inflater::default() }
+    }
+
+    pub fn cache(&self) -> &SharedCache {
         &self.cache
     }
 }

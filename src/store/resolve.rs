@@ -68,7 +68,7 @@ impl Store {
                     let kind = entry.header.as_kind().expect("a base entry has an object kind");
                     let data = pack.inflate(&entry, &mut resolver.inflater, limit);
                     let data = data.map_err(|d| damaged(&pack, offset, d))?;
-                    resolver.inflated_bytes += data.len() as u64;
+                    resolver.cache.count_inflated(data.len());
                     break (kind, Arc::new(data), false);
                 }
             };
@@ -88,7 +88,7 @@ impl Store {
         while let Some(link) = chain.pop() {
             let delta = link.pack.inflate(&link.entry, &mut resolver.inflater, limit);
             let delta = delta.map_err(|d| damaged(&link.pack, link.offset, d))?;
-            resolver.inflated_bytes += delta.len() as u64;
+            resolver.cache.count_inflated(delta.len());
             let result = delta::apply(&data, &delta, limit).map_err(|d| damaged(&link.pack, link.offset, d.into()))?;
             data = Data::new(result);
             if !chain.is_empty() {
