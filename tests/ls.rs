@@ -598,7 +598,6 @@ fn marks_of_stream_blobs_are_not_tree_ish() {
 /// `can't load tree <id>`. `ObjectSource` does not say where a blob comes from, so cat-blobd always says the
 /// latter.
 #[test]
-#[ignore = "known difference: `not a tree` for a subtree that is a blob from the stream"]
 fn subtree_that_is_a_stream_blob_matches_git() {
     let f = fixture();
     let stream = format!("blob\nmark :1\ndata 10\nstreamblob\nls {} d/x\n", f.id("stream_blob_dir"));

@@ -66,6 +66,9 @@ pub enum LsError {
     GarbageAfterPath(Vec<u8>),
     #[error("empty path component found in input")]
     EmptyPathComponent,
+    /// A subtree that this stream wrote and that is not a tree (`.0` is its id).
+    #[error("not a tree: {0}")]
+    NotATree(ObjectId),
     /// A subtree that is missing or not a tree (`.0` is its id).
     #[error("can't load tree {0}")]
     CantLoadTree(ObjectId),
@@ -249,6 +252,10 @@ impl Tree {
     fn load(id: ObjectId, objects: &mut dyn ObjectSource) -> Result<Tree, LsError> {
         if id.is_null() {
             return Ok(Tree { id, data: Data::default() });
+        }
+        // Only stream blobs can be written by the stream here, and they are never trees.
+        if objects.written_by_stream(&id) {
+            return Err(LsError::NotATree(id));
         }
         match objects.read(&id)? {
             Some(object) if object.kind == Kind::Tree => Tree::parsed(id, object.data, objects.object_hash()),

@@ -34,6 +34,11 @@ pub trait ObjectSource {
     fn mark(&self, mark: u64) -> Option<ObjectId>;
     /// Reads an object: `Ok(None)` if it does not exist, an error if it exists but is damaged.
     fn read(&mut self, id: &oid) -> Result<Option<Object>, ReadError>;
+    /// Did this stream write `id` (into git's in-progress pack), rather than find it in an existing pack? git's
+    /// `load_tree` says `not a tree` for such an object that is not a tree, and `can't load tree` otherwise.
+    fn written_by_stream(&self, _id: &oid) -> bool {
+        false
+    }
 }
 
 /// What makes a stream end with `fatal:` (exit 128), or with usage (exit 129).
@@ -516,5 +521,11 @@ impl ObjectSource for Objects<'_> {
             }
         }
         self.store.read(id, self.resolver)
+    }
+
+    fn written_by_stream(&self, id: &oid) -> bool {
+        // git writes a stream blob into its pack unless an existing pack already has it (a loose copy does not
+        // count: `store_object` only checks packs).
+        self.blobs.contains(&id.to_owned()) && !self.store.in_pack(id)
     }
 }

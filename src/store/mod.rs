@@ -231,6 +231,11 @@ impl Store {
         Ok(changed && found(self))
     }
 
+    /// Is `id` in any pack (not counting loose objects)?
+    pub fn in_pack(&self, id: &oid) -> bool {
+        self.dirs.iter().any(|dir| snapshot(dir).packs.iter().any(|pack| pack.lookup(id).is_some()))
+    }
+
     fn replacement(&self, id: &oid) -> Result<ObjectId, ReadError> {
         self.options.replacements.resolve(&id.to_owned()).map_err(|err| replace_error(id, err.into()))
     }
