@@ -53,8 +53,9 @@ fn run(args: cli::Args) -> anyhow::Result<u8> {
             window_bytes: usize::try_from(args.cli.window_bytes).unwrap_or(usize::MAX),
             ..PipelineConfig::default()
         },
+        shared_cache: None,
     };
-    let outcome = session::run(stdin, StreamIo { stdout: 1, stderr: 2 }, &store, config);
+    let outcome = session::run(stdin, StreamIo::process(), &store, config);
     Ok(outcome.exit as u8)
 }
 

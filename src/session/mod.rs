@@ -96,14 +96,40 @@ pub struct SessionConfig {
     /// `<git dir>/info/fast-import`, where relative marks paths go under `relative-marks`.
     pub relative_marks_dir: PathBuf,
     pub pipeline: PipelineConfig,
+    /// A delta-base cache to share with other streams (a server's connections); `None`: one of this stream's
+    /// own, of `delta_cache_size` bytes.
+    pub shared_cache: Option<SharedCache>,
 }
 
 /// Where a stream's output goes: `progress` to `stdout`, messages to `stderr`, responses to the cat-blob fd
 /// (a number from the stream's flags, 1 by default).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct StreamIo {
     pub stdout: RawFd,
+    /// May be -1 (no stderr): messages are then only returned in the [`Outcome`].
     pub stderr: RawFd,
+    /// What `--cat-blob-fd=N` names. `None`: this process's fd N (a stream on the process's own stdin).
+    /// `Some(fds)`: the frontend's fds as passed to a server, `(frontend's number, our fd)`; 1 and 2 mean
+    /// `stdout` and `stderr` unless listed, and any other number is not open (`EBADF`, as for git).
+    pub passed_fds: Option<Vec<(i32, RawFd)>>,
+}
+
+impl StreamIo {
+    /// The stdio of this process.
+    pub fn process() -> StreamIo {
+        StreamIo { stdout: 1, stderr: 2, passed_fds: None }
+    }
+
+    /// The fd that the stream's `--cat-blob-fd=<number>` names.
+    fn cat_blob_fd(&self, number: i32) -> RawFd {
+        let Some(passed) = &self.passed_fds else { return number };
+        match passed.iter().find(|(n, _)| *n == number) {
+            Some((_, fd)) => *fd,
+            None if number == 1 => self.stdout,
+            None if number == 2 => self.stderr,
+            None => -1,
+        }
+    }
 }
 
 /// How a stream ended, as git fast-import's exit status.
@@ -120,6 +146,8 @@ pub enum Exit {
 pub struct Outcome {
     pub exit: Exit,
     pub stats: Stats,
+    /// The `fatal:` message (without prefix), if the stream died: for logs where stderr goes nowhere.
+    pub fatal: Option<String>,
 }
 
 /// Counters for `--stats`.
@@ -159,10 +187,11 @@ impl std::fmt::Display for Stats {
 pub fn run<R: Read>(input: R, io: StreamIo, store: &Store, config: SessionConfig) -> Outcome {
     let started = Instant::now();
     let mut reader = LineReader::new(input);
-    let cache = SharedCache::new(config.delta_cache_size);
+    let cache = config.shared_cache.clone().unwrap_or_else(|| SharedCache::new(config.delta_cache_size));
     let pipeline_config = config.pipeline;
     std::thread::scope(|scope| {
         let output = Output::new(io.stdout, io.stdout);
+        let mut fatal = None;
         let pipeline = Pipeline::start(scope, store, cache.clone(), output, pipeline_config);
         let mut session = Session::new(io, store, cache, pipeline, config);
         let result = session.commands(&mut reader);
@@ -181,7 +210,9 @@ pub fn run<R: Read>(input: R, io: StreamIo, store: &Store, config: SessionConfig
                 Exit::Usage
             }
             Err(err) => {
-                session.message(&fatal_line(&err.to_string()));
+                let message = err.to_string();
+                session.message(&fatal_line(&message));
+                fatal = Some(message);
                 // git's die handler still writes the marks file.
                 session.export_marks();
                 Exit::Fatal
@@ -192,7 +223,7 @@ pub fn run<R: Read>(input: R, io: StreamIo, store: &Store, config: SessionConfig
         if session.settings.stats && exit != Exit::Fatal {
             session.message(stats.to_string().as_bytes());
         }
-        Outcome { exit, stats }
+        Outcome { exit, stats, fatal }
     })
 }
 
@@ -330,7 +361,7 @@ impl<'a> Session<'a> {
         let args = std::mem::take(&mut self.args);
         self.settings.apply_argv(&args)?;
         self.print_warnings();
-        let (cat_blob_fd, stdout_fd) = (self.settings.cat_blob_fd, self.io.stdout);
+        let (cat_blob_fd, stdout_fd) = (self.io.cat_blob_fd(self.settings.cat_blob_fd), self.io.stdout);
         self.pipeline().set_cat_blob_fd(cat_blob_fd, stdout_fd);
         for import in std::mem::take(&mut self.settings.imports_due) {
             self.import_marks(&import)?;

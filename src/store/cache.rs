@@ -91,6 +91,11 @@ impl SharedCache {
         self.inflated.load(Ordering::Relaxed)
     }
 
+    /// Bytes held now.
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes()
+    }
+
     pub fn get(&self, key: Key) -> Option<(Kind, Data)> {
         self.lock().get(key)
     }
@@ -102,6 +107,13 @@ impl SharedCache {
     /// (hits, misses) since creation.
     pub fn hit_counts(&self) -> (u64, u64) {
         self.lock().hit_counts()
+    }
+}
+
+impl std::fmt::Debug for SharedCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cache = self.lock();
+        f.debug_struct("SharedCache").field("bytes", &cache.bytes).field("capacity", &cache.capacity).finish()
     }
 }
 
