@@ -11,7 +11,7 @@ use std::io::Write as _;
 
 use super::ObjectSource;
 use crate::fatal::Bytes;
-use crate::request::dataref::{parse_mark_ref, parse_oid_hex};
+use crate::request::dataref::parse_mark_ref;
 use crate::request::quote::{quote_c_style, unquote_c_style};
 use crate::store::{Data, Kind, ObjectId, ReadError, oid};
 
@@ -110,8 +110,7 @@ fn parse_treeish_dataref<'a>(
         let id = objects.mark(mark).ok_or(LsError::MarkNotDeclared(mark))?;
         Ok((id, rest))
     } else {
-        let (id, rest) =
-            parse_oid_hex(arg, objects.object_hash()).ok_or_else(|| LsError::InvalidDataref(line.to_vec()))?;
+        let (id, rest) = objects.parse_oid(arg).ok_or_else(|| LsError::InvalidDataref(line.to_vec()))?;
         let rest = rest.strip_prefix(b" ").ok_or_else(|| LsError::MissingSpaceAfterTreeish(line.to_vec()))?;
         Ok((id, rest))
     }

@@ -91,10 +91,8 @@ impl Marks {
     /// `<file>.lock` and renamed into place. The error is git's `error:` text (exit status 1 at the end).
     pub fn export(&self, path: &Path) -> Result<(), String> {
         let show = |p: &Path| Bytes(p.as_os_str().as_encoded_bytes()).to_string();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|err| format!("unable to create leading directories of {}: {}", show(path), strerr(&err)))?;
-        }
+        create_leading_directories(path)
+            .map_err(|err| format!("unable to create leading directories of {}: {}", show(path), strerr(&err)))?;
         let mut lock_name = path.as_os_str().to_owned();
         lock_name.push(".lock");
         let lock = PathBuf::from(lock_name);
@@ -111,6 +109,16 @@ impl Marks {
         }
         Ok(())
     }
+}
+
+/// git's `safe_create_leading_directories`: a component that exists but is not a directory is `ENOTDIR`
+/// (where `mkdir` alone would say `EEXIST`).
+fn create_leading_directories(path: &Path) -> io::Result<()> {
+    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else { return Ok(()) };
+    std::fs::create_dir_all(parent).map_err(|err| {
+        let blocked = parent.ancestors().any(|dir| dir.symlink_metadata().is_ok_and(|m| !m.is_dir()));
+        if blocked { io::Error::from_raw_os_error(libc::ENOTDIR) } else { err }
+    })
 }
 
 fn strerr(err: &io::Error) -> String {

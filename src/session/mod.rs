@@ -39,6 +39,11 @@ pub trait ObjectSource {
     fn written_by_stream(&self, _id: &oid) -> bool {
         false
     }
+    /// git's `parse_mapped_oid_hex` for this stream: a full id of the repository's hash, or one that the
+    /// submodule rewrite map translates. Returns the id and what follows it.
+    fn parse_oid<'i>(&self, input: &'i [u8]) -> Option<(ObjectId, &'i [u8])> {
+        crate::request::dataref::parse_oid_hex(input, self.object_hash())
+    }
 }
 
 /// What makes a stream end with `fatal:` (exit 128), or with usage (exit 129).
@@ -435,15 +440,24 @@ impl<'a> Session<'a> {
 
     /// `data <count>` or `data <<DELIM` and the body (git's `parse_data`), stored as a stream blob.
     fn data<R: Read>(&mut self, reader: &mut LineReader<R>) -> Result<ObjectId, SessionError> {
-        let line = request::c_string(reader.line()).to_vec();
-        let spec = line.strip_prefix(b"data ").ok_or_else(|| SessionError::ExpectedData(line.clone()))?;
+        let raw = reader.line().to_vec();
+        let line = request::c_string(&raw);
+        let spec = line.strip_prefix(b"data ").ok_or_else(|| SessionError::ExpectedData(line.to_vec()))?;
         let hash = self.store.object_hash();
-        let id = if let Some(delimiter) = spec.strip_prefix(b"<<") {
+        let id = if spec.starts_with(b"<<") {
+            // git keeps the delimiter as a C string but its length from the whole line: a body line ends the
+            // data when it is as long as everything after `<<` and equal to the delimiter up to its NUL.
+            let full_delimiter = &raw[b"data <<".len()..];
+            let delimiter = request::c_string(full_delimiter);
             let mut body = self.blobs.begin(hash, None)?;
             loop {
                 match reader.next_line()? {
                     None => return Err(SessionError::EofInDelimitedData(delimiter.to_vec())),
-                    Some(body_line) if body_line == delimiter => break,
+                    Some(body_line)
+                        if body_line.len() == full_delimiter.len() && request::c_string(body_line) == delimiter =>
+                    {
+                        break;
+                    }
                     Some(body_line) => {
                         body.write(body_line)?;
                         body.write(b"\n")?;
@@ -485,7 +499,13 @@ impl<'a> Session<'a> {
     }
 
     fn objects(&mut self) -> Objects<'_> {
-        Objects { store: self.store, resolver: &mut self.resolver, blobs: &self.blobs, marks: &self.marks }
+        Objects {
+            store: self.store,
+            resolver: &mut self.resolver,
+            blobs: &self.blobs,
+            marks: &self.marks,
+            rewrites: &self.rewrites,
+        }
     }
 
     /// Hands a response to the pipeline, which writes it after everything before it.
@@ -528,6 +548,7 @@ struct Objects<'s> {
     resolver: &'s mut Resolver,
     blobs: &'s StreamBlobs,
     marks: &'s Marks,
+    rewrites: &'s HashMap<ObjectId, ObjectId>,
 }
 
 impl ObjectSource for Objects<'_> {
@@ -552,6 +573,10 @@ impl ObjectSource for Objects<'_> {
             }
         }
         self.store.read(id, self.resolver)
+    }
+
+    fn parse_oid<'i>(&self, input: &'i [u8]) -> Option<(ObjectId, &'i [u8])> {
+        crate::request::dataref::parse_mapped_oid_hex(input, self.store.object_hash(), self.rewrites)
     }
 
     fn written_by_stream(&self, id: &oid) -> bool {

@@ -37,7 +37,8 @@ pub enum OptionError {
     FdTooLarge,
     #[error("expected format name:filename for submodule rewrite option")]
     SubmoduleRewriteFormat,
-    #[error("could not open '{}' for appending: {message}", Bytes(.path))]
+    /// git's `xfopen` says "writing" for any mode but "r".
+    #[error("could not open '{}' for writing: {message}", Bytes(.path))]
     PackEdges { path: Vec<u8>, message: String },
     #[error("unknown option {}", Bytes(.0))]
     UnknownOption(Vec<u8>),
