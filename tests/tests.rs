@@ -3,6 +3,9 @@
 
 mod corrupt;
 mod differential;
+mod generated;
+mod grammar;
 mod interactive;
+mod ls;
 mod pinned;
 mod util;
