@@ -434,6 +434,11 @@ impl<'a> Session<'a> {
             self.next_command(reader)?;
         }
         let id = self.data(reader)?;
+        if mark != 0 && self.settings.export_marks.is_some() {
+            // A response still in flight may yet fail, and git's die handler exports the marks as they were
+            // then: define this mark only once everything before it has been written.
+            self.pipeline().drain()?;
+        }
         self.marks.insert(mark, id);
         Ok(())
     }
