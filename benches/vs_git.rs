@@ -1,0 +1,374 @@
+//! `cargo bench --bench vs_git`: cat-blobd against `git fast-import --cat-blob-fd` and `git cat-file --batch
+//! --buffer` on the same request streams, every output through a pipe into a byte-counting reader.
+//!
+//! Data flow: [`corpus`] (or `--git-dir`) → [`requests`] (inventory, three orders, request files) → [`run`] (one
+//! verified run per tool, then timed runs alternating A B C, strace, ping-pong latency) → [`report`] (table, JSON,
+//! SVG under `target/bench-results/`). See benches/README.md.
+
+#[path = "vs_git/corpus.rs"]
+mod corpus;
+#[path = "vs_git/git.rs"]
+mod git;
+#[path = "vs_git/report.rs"]
+mod report;
+#[path = "vs_git/requests.rs"]
+mod requests;
+#[path = "vs_git/rng.rs"]
+mod rng;
+#[path = "vs_git/run.rs"]
+mod run;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use report::{LatencyResult, Meta, OrderResult, Report};
+use requests::Order;
+use rng::Rng;
+use run::{Latency, Probe, Setup, Tool};
+
+/// Requests not timed at the start of each ping-pong session (process start-up, index loading).
+const LATENCY_WARMUP: usize = 50;
+/// Blobs up to this size are "small" for the latency test.
+const LATENCY_MAX_SIZE: u64 = 16 << 10;
+
+#[derive(Parser)]
+#[command(name = "vs_git", about = "cat-blobd vs git fast-import and git cat-file, through a pipe")]
+struct Args {
+    /// Repository to read (e.g. a clone of linux.git); default: the generated corpus under target/bench-corpus/.
+    #[arg(long, value_name = "DIR")]
+    git_dir: Option<PathBuf>,
+    /// Blobs per request stream, the first in pack order, or `all` [default: 100000; --quick: 2000].
+    #[arg(long, value_name = "N|all", value_parser = parse_count)]
+    count: Option<usize>,
+    /// Timed runs per tool and order [default: 5; --quick: 3].
+    #[arg(long, value_name = "R")]
+    runs: Option<usize>,
+    /// Request orders to measure.
+    #[arg(long, value_delimiter = ',', default_value = "pack,history,random")]
+    orders: Vec<Order>,
+    /// Tools to run; the first of them that is cat-blobd, else the first listed, is the ratio baseline.
+    #[arg(long, value_delimiter = ',', default_value = "cat-blobd,fast-import,cat-file")]
+    tools: Vec<Tool>,
+    /// Small blobs asked one at a time for the latency figures (0: skip) [default: 2000; --quick: 300].
+    #[arg(long, value_name = "N")]
+    latency: Option<usize>,
+    /// Extra argument for cat-blobd (repeatable), e.g. --cat-blobd-arg=--threads --cat-blobd-arg=1.
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    cat_blobd_arg: Vec<String>,
+    /// Skip the strace runs even when strace is installed.
+    #[arg(long)]
+    no_strace: bool,
+    /// Smoke run: the small generated corpus, 2,000 ids, 3 runs.
+    #[arg(long)]
+    quick: bool,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+fn parse_count(text: &str) -> Result<usize, String> {
+    if text == "all" {
+        return Ok(usize::MAX);
+    }
+    text.replace('_', "").parse().map_err(|e| format!("{e}"))
+}
+
+fn main() -> ExitCode {
+    match bench(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("vs_git: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench(args: Args) -> Result<()> {
+    let target = target_dir();
+    let count = args.count.unwrap_or(if args.quick { 2_000 } else { 100_000 }).max(1);
+    let runs = args.runs.unwrap_or(if args.quick { 3 } else { 5 }).max(1);
+    let latency_count = args.latency.unwrap_or(if args.quick { 300 } else { 2_000 });
+    let mut tools: Vec<Tool> = Vec::new();
+    for &tool in &args.tools {
+        if !tools.contains(&tool) {
+            tools.push(tool);
+        }
+    }
+    let baseline = if tools.contains(&Tool::CatBlobd) { Tool::CatBlobd } else { tools[0] };
+
+    // The binary under test first: fail before a long corpus build, not after.
+    let cat_blobd = if tools.contains(&Tool::CatBlobd) { Some(locate_cat_blobd(&target)?) } else { None };
+
+    let (git_dir, corpus) = match &args.git_dir {
+        Some(dir) => (absolute_git_dir(dir)?, None),
+        None => {
+            let shape = if args.quick { &corpus::SMALL } else { &corpus::FULL };
+            let corpus = corpus::ensure(&target, shape)?;
+            let info = &corpus.info;
+            eprintln!(
+                "corpus {} ({}): {} blobs, {:.1} MB of blobs in a {:.1} MB pack, {} commits, delta depth max {} mean {:.1}; \
+                 generated in {:.0} s (history {:.0} s, repack {:.0} s)",
+                info.tag,
+                if corpus.reused { "cached" } else { "new" },
+                info.blobs,
+                info.blob_bytes as f64 / 1e6,
+                info.pack_bytes as f64 / 1e6,
+                info.commits,
+                info.max_depth,
+                info.mean_depth,
+                info.total_secs,
+                info.stream_secs,
+                info.repack_secs,
+            );
+            (absolute_git_dir(&corpus.git_dir)?, Some(corpus.info))
+        }
+    };
+
+    let work = target.join("bench-work");
+    let inventory = requests::inventory(&git_dir)?;
+    if inventory.blobs.is_empty() {
+        bail!("{} has no blobs", git_dir.display());
+    }
+    let set = requests::select(&inventory, count);
+    let mut streams = Vec::new();
+    for &order in &args.orders {
+        streams.push(requests::build(&git_dir, &inventory, &set, order, &work.join("requests"))?);
+    }
+
+    let objects = String::from_utf8(git::output(git::git(&git_dir).args(["rev-parse", "--git-path", "objects"]))?)?;
+    let objects = git_dir.join(objects.trim());
+    let setup = Setup {
+        git_dir: git_dir.clone(),
+        scratch: work.join("fast-import-scratch.git"),
+        cat_blobd: cat_blobd.clone(),
+        cat_blobd_args: args.cat_blobd_arg.clone(),
+        time: Some(PathBuf::from("/usr/bin/time")).filter(|p| p.exists()),
+        strace: if args.no_strace { None } else { which("strace") },
+        logs: work.join("logs"),
+    };
+    setup.prepare_scratch(&objects)?;
+    if setup.time.is_none() {
+        eprintln!("note: /usr/bin/time not found (Debian package `time`): reporting wall time only");
+    }
+    if setup.strace.is_none() && !args.no_strace {
+        eprintln!("note: strace not found: no syscall counts");
+    }
+
+    let load_before = load_average();
+    let steps = streams.len() * tools.len() * (runs + 1 + usize::from(setup.strace.is_some()));
+    let bar = ProgressBar::new(steps as u64).with_style(
+        ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let mut batch = Vec::new();
+    for stream in &streams {
+        batch.push(measure_order(&setup, &tools, stream, runs, &bar)?);
+    }
+    bar.finish_and_clear();
+
+    let mut latency = Vec::new();
+    if latency_count > 0 {
+        let mut small: Vec<&str> = set
+            .iter()
+            .map(|&i| &inventory.blobs[i])
+            .filter(|b| b.size <= LATENCY_MAX_SIZE)
+            .map(|b| b.oid.as_str())
+            .collect();
+        Rng::new(7).shuffle(&mut small);
+        small.truncate(latency_count + LATENCY_WARMUP);
+        if small.len() > LATENCY_WARMUP {
+            for &tool in &tools {
+                eprintln!("latency: {} ping-pong over {} small blobs", tool.label(), small.len() - LATENCY_WARMUP);
+                latency.push(measure_latency(&setup, tool, &small)?);
+            }
+        }
+    }
+
+    let payload_bytes = set.iter().map(|&i| inventory.blobs[i].size).sum();
+    let response_bytes = set.iter().map(|&i| requests::response_len(&inventory.blobs[i])).sum();
+    let mut report = Report {
+        meta: Meta {
+            git_dir: git_dir.display().to_string(),
+            corpus,
+            git_version: git::version()?,
+            cat_blobd: cat_blobd.map(|p| p.display().to_string()),
+            cat_blobd_args: args.cat_blobd_arg.clone(),
+            baseline,
+            requests: set.len(),
+            runs,
+            payload_bytes,
+            response_bytes,
+            max_depth_requested: set.iter().map(|&i| inventory.blobs[i].depth).max().unwrap_or(0),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            load_before,
+            load_after: load_average(),
+            unix_time: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+            user_sys_rss: setup.time.is_some(),
+            strace: setup.strace.is_some(),
+        },
+        batch,
+        latency,
+    };
+    report::fill_ratios(&mut report);
+    let table = report::table(&report);
+    print!("{table}");
+    for path in report::save(&report, &target.join("bench-results"), &table)? {
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// One order: a checksummed warm-up run per tool (all must agree), then `runs` timed rounds A B C, then strace.
+fn measure_order(
+    setup: &Setup,
+    tools: &[Tool],
+    stream: &requests::Requests,
+    runs: usize,
+    bar: &ProgressBar,
+) -> Result<OrderResult> {
+    let input = |tool: Tool| if tool.speaks_fast_import() { &stream.fast_import } else { &stream.ids };
+    let order = stream.order.name();
+    let check_bytes = |tool: Tool, bytes: u64| -> Result<()> {
+        if bytes != stream.expected_bytes {
+            bail!(
+                "WRONG OUTPUT: {} wrote {bytes} bytes for the {order}-order stream, expected {} \
+                 (request file {})",
+                tool.label(),
+                stream.expected_bytes,
+                input(tool).display()
+            );
+        }
+        Ok(())
+    };
+
+    let mut reference: Option<(Tool, u64)> = None;
+    for &tool in tools {
+        step(bar, format!("{order}: {} verify", tool.label()));
+        let m = run::batch(setup, tool, input(tool), Probe::Checksum)?;
+        check_bytes(tool, m.bytes)?;
+        let sum = m.checksum.expect("checksummed run");
+        match reference {
+            None => reference = Some((tool, sum)),
+            Some((first, expected)) if expected != sum => bail!(
+                "WRONG OUTPUT: {} and {} wrote the same number of bytes with different contents for the {order}-order \
+                 stream (checksums {expected:016x} vs {sum:016x}; request file {})",
+                first.label(),
+                tool.label(),
+                input(tool).display()
+            ),
+            Some(_) => {}
+        }
+        bar.inc(1);
+    }
+
+    let mut measured: Vec<Vec<run::Measurement>> = vec![Vec::new(); tools.len()];
+    for round in 0..runs {
+        for (slot, &tool) in tools.iter().enumerate() {
+            step(bar, format!("{order}: {} run {}/{runs}", tool.label(), round + 1));
+            let m = run::batch(setup, tool, input(tool), Probe::Time)?;
+            check_bytes(tool, m.bytes)?;
+            measured[slot].push(m);
+            bar.inc(1);
+        }
+    }
+
+    let mut results = Vec::new();
+    for (slot, &tool) in tools.iter().enumerate() {
+        let write_calls = if setup.strace.is_some() {
+            step(bar, format!("{order}: {} strace", tool.label()));
+            let m = run::batch(setup, tool, input(tool), Probe::Strace)?;
+            check_bytes(tool, m.bytes)?;
+            bar.inc(1);
+            m.write_calls
+        } else {
+            None
+        };
+        let runs = std::mem::take(&mut measured[slot]);
+        results.push(report::summarise(tool, runs, stream.blobs.len(), write_calls));
+    }
+    Ok(OrderResult { order: stream.order, tools: results })
+}
+
+/// Shows what runs next: on the bar, or as a plain line when stderr is not a terminal (the bar is hidden then).
+fn step(bar: &ProgressBar, message: String) {
+    if bar.is_hidden() {
+        eprintln!("[{}/{}] {message}", bar.position() + 1, bar.length().unwrap_or(0));
+    }
+    bar.set_message(message);
+}
+
+fn measure_latency(setup: &Setup, tool: Tool, ids: &[&str]) -> Result<LatencyResult> {
+    let (mut times, _) = run::ping_pong(setup, tool, ids, LATENCY_WARMUP, false)?;
+    times.sort_by(f64::total_cmp);
+    let writes_per_response = if setup.strace.is_some() {
+        let sample = &ids[..ids.len().min(LATENCY_WARMUP + 500)];
+        let (_, writes) = run::ping_pong(setup, tool, sample, 0, true)?;
+        Some(writes as f64 / sample.len() as f64)
+    } else {
+        None
+    };
+    Ok(LatencyResult {
+        tool,
+        latency: Latency {
+            requests: times.len(),
+            p50_us: report::percentile(&times, 0.50),
+            p99_us: report::percentile(&times, 0.99),
+            mean_us: times.iter().sum::<f64>() / times.len().max(1) as f64,
+            writes_per_response,
+        },
+        p50_ratio_to_baseline: f64::NAN,
+    })
+}
+
+/// `$CARGO_TARGET_DIR`, else `target/` of this package.
+fn target_dir() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => manifest.join(dir),
+        None => manifest.join("target"),
+    }
+}
+
+/// `$CAT_BLOBD`, else the binary cargo built for this bench, else `target/release/cat-blobd`.
+fn locate_cat_blobd(target: &Path) -> Result<PathBuf> {
+    let path = match std::env::var_os("CAT_BLOBD") {
+        Some(path) => PathBuf::from(path),
+        None => option_env!("CARGO_BIN_EXE_cat-blobd")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| target.join("release/cat-blobd")),
+    };
+    if !path.is_file() {
+        bail!(
+            "cat-blobd not found at {} (run `cargo build --release`, set CAT_BLOBD, or measure git alone with \
+             --tools fast-import,cat-file)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+fn absolute_git_dir(dir: &Path) -> Result<PathBuf> {
+    let mut cmd = Command::new("git");
+    git::pin_env(&mut cmd);
+    let out = git::output(cmd.arg("-C").arg(dir).args(["rev-parse", "--absolute-git-dir"]))
+        .with_context(|| format!("{} is not a git repository", dir.display()))?;
+    Ok(PathBuf::from(String::from_utf8(out)?.trim()))
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|dir| Path::new(dir).join(program)).find(|path| path.is_file())
+}
+
+/// The 1-minute load average (`-` where /proc is missing).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "-".to_string())
+}

@@ -1,0 +1,402 @@
+//! Running one tool on one request stream: output through a pipe into a byte-counting reader, timed; optionally
+//! under `/usr/bin/time` (user, sys, peak RSS) or `strace -c` (write syscalls); and the ping-pong latency client.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::git;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+pub enum Tool {
+    #[value(name = "cat-blobd")]
+    #[serde(rename = "cat-blobd")]
+    CatBlobd,
+    #[value(name = "fast-import")]
+    #[serde(rename = "git fast-import")]
+    FastImport,
+    #[value(name = "cat-file")]
+    #[serde(rename = "git cat-file")]
+    CatFile,
+}
+
+impl Tool {
+    pub fn label(self) -> &'static str {
+        match self {
+            Tool::CatBlobd => "cat-blobd",
+            Tool::FastImport => "git fast-import",
+            Tool::CatFile => "git cat-file",
+        }
+    }
+
+    /// Whether requests are `cat-blob <id>` lines (else bare ids).
+    pub fn speaks_fast_import(self) -> bool {
+        self != Tool::CatFile
+    }
+}
+
+/// Everything needed to start each tool against the repository.
+pub struct Setup {
+    pub git_dir: PathBuf,
+    /// A throwaway bare repository borrowing the corpus objects: git fast-import writes into its repository.
+    pub scratch: PathBuf,
+    pub cat_blobd: Option<PathBuf>,
+    pub cat_blobd_args: Vec<String>,
+    pub time: Option<PathBuf>,
+    pub strace: Option<PathBuf>,
+    pub logs: PathBuf,
+}
+
+impl Setup {
+    /// Creates the scratch repository for git fast-import.
+    pub fn prepare_scratch(&self, objects_dir: &Path) -> Result<()> {
+        if self.scratch.exists() {
+            fs::remove_dir_all(&self.scratch)?;
+        }
+        let mut init = Command::new("git");
+        git::pin_env(&mut init);
+        git::output(init.args(["init", "--bare", "-q"]).arg(&self.scratch))?;
+        let alternates = self.scratch.join("objects/info/alternates");
+        fs::write(&alternates, format!("{}\n", objects_dir.display()))
+            .with_context(|| format!("writing {}", alternates.display()))?;
+        fs::create_dir_all(&self.logs)?;
+        Ok(())
+    }
+
+    /// argv of `tool` in batch (`interactive == false`) or ping-pong mode.
+    fn argv(&self, tool: Tool, interactive: bool) -> Result<Vec<OsString>> {
+        let mut argv: Vec<OsString> = Vec::new();
+        match tool {
+            Tool::CatBlobd => {
+                let exe = self.cat_blobd.as_ref().context("cat-blobd binary not set")?;
+                argv.push(exe.into());
+                argv.push("--git-dir".into());
+                argv.push(self.git_dir.clone().into());
+                argv.push("--quiet".into());
+                argv.extend(self.cat_blobd_args.iter().map(OsString::from));
+            }
+            Tool::FastImport => {
+                argv.extend(["git".into(), "--git-dir".into(), self.scratch.clone().into()]);
+                argv.extend(["fast-import", "--quiet", "--cat-blob-fd=1"].map(OsString::from));
+            }
+            Tool::CatFile => {
+                argv.extend(["git".into(), "--git-dir".into(), self.git_dir.clone().into()]);
+                argv.extend(["cat-file", "--batch"].map(OsString::from));
+                if !interactive {
+                    argv.push("--buffer".into());
+                }
+            }
+        }
+        Ok(argv)
+    }
+
+    fn command(&self, argv: &[OsString]) -> Command {
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        git::pin_env(&mut cmd);
+        cmd
+    }
+
+    fn log_path(&self, tool: Tool) -> PathBuf {
+        self.logs.join(format!("{}.stderr", tool.label().replace(' ', "-")))
+    }
+}
+
+/// How one batch run is observed.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Probe {
+    /// Count bytes only: the timed runs.
+    Time,
+    /// Also checksum the output: the (untimed) verification run.
+    Checksum,
+    /// Under `strace -f -c -e trace=write,writev`.
+    Strace,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Measurement {
+    pub wall_secs: f64,
+    pub user_secs: Option<f64>,
+    pub sys_secs: Option<f64>,
+    pub max_rss_kib: Option<u64>,
+    pub bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_calls: Option<u64>,
+}
+
+/// Runs `tool` with stdin from `input` and stdout into a pipe that the harness drains.
+pub fn batch(setup: &Setup, tool: Tool, input: &Path, probe: Probe) -> Result<Measurement> {
+    let report = setup.logs.join("probe.out");
+    let _ = fs::remove_file(&report);
+    let mut argv = setup.argv(tool, false)?;
+    match probe {
+        Probe::Time | Probe::Checksum => {
+            if let Some(time) = &setup.time {
+                argv = wrap(time, &["-f", "%e %U %S %M", "-o"], &report, argv);
+            }
+        }
+        Probe::Strace => {
+            let strace = setup.strace.as_ref().context("strace not found")?;
+            argv = wrap(strace, &["-f", "-c", "-e", "trace=write,writev", "-o"], &report, argv);
+        }
+    }
+    let stdin = fs::File::open(input).with_context(|| format!("opening {}", input.display()))?;
+    let log = setup.log_path(tool);
+    let started = Instant::now();
+    let mut child = setup
+        .command(&argv)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(fs::File::create(&log)?)
+        .spawn()
+        .with_context(|| format!("spawning {:?}", argv[0]))?;
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut checksum = (probe == Probe::Checksum).then(Checksum::new);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut bytes = 0u64;
+    loop {
+        match stdout.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                bytes += n as u64;
+                if let Some(sum) = &mut checksum {
+                    sum.update(&buf[..n]);
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).context("reading the tool's output"),
+        }
+    }
+    let status = child.wait()?;
+    let wall_secs = started.elapsed().as_secs_f64();
+    if !status.success() {
+        bail!("{} failed ({status}) on {}: {}", tool.label(), input.display(), tail(&log));
+    }
+    let mut measurement = Measurement {
+        wall_secs,
+        user_secs: None,
+        sys_secs: None,
+        max_rss_kib: None,
+        bytes,
+        checksum: checksum.map(Checksum::finish),
+        write_calls: None,
+    };
+    match probe {
+        Probe::Time | Probe::Checksum if setup.time.is_some() => {
+            let text = fs::read_to_string(&report).context("reading /usr/bin/time output")?;
+            let fields: Vec<&str> = text.lines().last().unwrap_or("").split_whitespace().collect();
+            let [_, user, sys, rss] = fields[..] else {
+                bail!("unexpected /usr/bin/time output {text:?}");
+            };
+            measurement.user_secs = Some(user.parse()?);
+            measurement.sys_secs = Some(sys.parse()?);
+            measurement.max_rss_kib = Some(rss.parse()?);
+        }
+        Probe::Strace => measurement.write_calls = Some(strace_writes(&report)?),
+        _ => {}
+    }
+    Ok(measurement)
+}
+
+fn wrap(program: &Path, args: &[&str], report: &Path, inner: Vec<OsString>) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = vec![program.into()];
+    argv.extend(args.iter().map(OsString::from));
+    argv.push(report.into());
+    argv.extend(inner);
+    argv
+}
+
+/// Sums the `calls` column of the write and writev rows of an `strace -c` summary.
+fn strace_writes(report: &Path) -> Result<u64> {
+    let text = fs::read_to_string(report).with_context(|| format!("reading {}", report.display()))?;
+    let mut calls = 0;
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if let Some(&name) = fields.last()
+            && (name == "write" || name == "writev")
+            && fields.len() >= 5
+        {
+            calls += fields[3].parse::<u64>().with_context(|| format!("strace line {line:?}"))?;
+        }
+    }
+    Ok(calls)
+}
+
+fn tail(log: &Path) -> String {
+    let text = fs::read_to_string(log).unwrap_or_default();
+    let start = text.len().saturating_sub(2000);
+    text.get(start..).unwrap_or(&text).trim().to_string()
+}
+
+/// Per-request round trips of the ping-pong client, and (under strace) write calls per response.
+#[derive(Clone, Debug, Serialize)]
+pub struct Latency {
+    pub requests: usize,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub mean_us: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes_per_response: Option<f64>,
+}
+
+/// A frontend that sends one request, reads the whole reply (header, then size + 1 bytes), then sends the next.
+/// The first `warmup` ids are asked but not timed. Returns per-request times in microseconds.
+pub fn ping_pong(setup: &Setup, tool: Tool, ids: &[&str], warmup: usize, strace: bool) -> Result<(Vec<f64>, u64)> {
+    let report = setup.logs.join("probe.out");
+    let _ = fs::remove_file(&report);
+    let mut argv = setup.argv(tool, true)?;
+    if strace {
+        let program = setup.strace.as_ref().context("strace not found")?;
+        argv = wrap(program, &["-f", "-c", "-e", "trace=write,writev", "-o"], &report, argv);
+    }
+    let log = setup.log_path(tool);
+    let mut child = setup
+        .command(&argv)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(fs::File::create(&log)?)
+        .spawn()
+        .with_context(|| format!("spawning {:?}", argv[0]))?;
+    // A tool that waits for more input before answering would hang the client: kill it after a deadline.
+    let _watchdog = Watchdog::start(child.id(), PING_PONG_DEADLINE);
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let mut stdout = BufReader::with_capacity(1 << 16, child.stdout.take().expect("piped stdout"));
+    let prefix = if tool.speaks_fast_import() { "cat-blob " } else { "" };
+    let mut times = Vec::with_capacity(ids.len());
+    let mut header = Vec::new();
+    let mut payload = Vec::new();
+    for (n, id) in ids.iter().enumerate() {
+        let request = format!("{prefix}{id}\n");
+        let started = Instant::now();
+        let exchange = (|| -> Result<()> {
+            stdin.write_all(request.as_bytes())?;
+            header.clear();
+            stdout.read_until(b'\n', &mut header)?;
+            let text = std::str::from_utf8(&header).unwrap_or("");
+            let mut fields = text.split_whitespace();
+            let (Some(oid), Some("blob"), Some(size)) = (fields.next(), fields.next(), fields.next()) else {
+                bail!("unexpected reply header {text:?} to {request:?}");
+            };
+            if oid != *id {
+                bail!("reply for {oid} to a request for {id}");
+            }
+            payload.resize(size.parse::<usize>()? + 1, 0);
+            stdout.read_exact(&mut payload)?;
+            if payload.last() != Some(&b'\n') {
+                bail!("reply to {id} does not end with a newline");
+            }
+            Ok(())
+        })();
+        let elapsed = started.elapsed();
+        if let Err(e) = exchange {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e.context(format!("{} ping-pong: {}", tool.label(), tail(&log))));
+        }
+        if n >= warmup {
+            times.push(elapsed.as_secs_f64() * 1e6);
+        }
+    }
+    drop(stdin);
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("{} failed ({status}) in ping-pong: {}", tool.label(), tail(&log));
+    }
+    let writes = if strace { strace_writes(&report)? } else { 0 };
+    Ok((times, writes))
+}
+
+const PING_PONG_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Kills a process (by `kill -KILL <pid>`) unless dropped before the deadline.
+struct Watchdog {
+    done: Option<mpsc::Sender<()>>,
+}
+
+impl Watchdog {
+    fn start(pid: u32, deadline: Duration) -> Watchdog {
+        let (done, wait) = mpsc::channel::<()>();
+        thread::spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(deadline) {
+                eprintln!("vs_git: process {pid} did not answer within {deadline:?}; killing it");
+                let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            }
+        });
+        Watchdog { done: Some(done) }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        if let Some(done) = self.done.take() {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// A cheap running checksum of a byte stream, independent of how reads split it.
+pub struct Checksum {
+    lanes: [u64; 4],
+    pending: [u8; 32],
+    filled: usize,
+    len: u64,
+}
+
+impl Checksum {
+    const PRIME: u64 = 0x9E37_79B1_85EB_CA87;
+
+    pub fn new() -> Checksum {
+        Checksum { lanes: [1, 2, 3, 4], pending: [0; 32], filled: 0, len: 0 }
+    }
+
+    pub fn update(&mut self, mut data: &[u8]) {
+        self.len += data.len() as u64;
+        if self.filled > 0 {
+            let take = (32 - self.filled).min(data.len());
+            self.pending[self.filled..self.filled + take].copy_from_slice(&data[..take]);
+            self.filled += take;
+            data = &data[take..];
+            if self.filled < 32 {
+                return;
+            }
+            let block = self.pending;
+            self.block(&block);
+            self.filled = 0;
+        }
+        let mut blocks = data.chunks_exact(32);
+        for block in &mut blocks {
+            self.block(block);
+        }
+        let rest = blocks.remainder();
+        self.pending[..rest.len()].copy_from_slice(rest);
+        self.filled = rest.len();
+    }
+
+    fn block(&mut self, block: &[u8]) {
+        for (lane, word) in self.lanes.iter_mut().zip(block.chunks_exact(8)) {
+            let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+            *lane = (*lane ^ word).wrapping_mul(Self::PRIME).rotate_left(29);
+        }
+    }
+
+    pub fn finish(mut self) -> u64 {
+        let mut last = [0u8; 32];
+        last[..self.filled].copy_from_slice(&self.pending[..self.filled]);
+        self.block(&last);
+        let mut h = self.len;
+        for lane in self.lanes {
+            h = (h ^ lane).wrapping_mul(Self::PRIME).rotate_left(31);
+        }
+        h
+    }
+}
