@@ -54,6 +54,12 @@ impl DeltaCache {
         }
     }
 
+    pub fn remove(&mut self, key: Key) {
+        if let Some((_, data)) = self.entries.pop(&key) {
+            self.bytes -= data.len();
+        }
+    }
+
     pub fn bytes(&self) -> usize {
         self.bytes
     }
@@ -102,6 +108,10 @@ impl SharedCache {
 
     pub fn put(&self, key: Key, kind: Kind, data: Data) {
         self.lock().put(key, kind, data)
+    }
+
+    pub fn remove(&self, key: Key) {
+        self.lock().remove(key)
     }
 
     /// (hits, misses) since creation.

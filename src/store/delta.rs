@@ -49,7 +49,8 @@ pub fn result_size(delta: &[u8]) -> Result<u64, DeltaError> {
 }
 
 /// Applies `delta` to `base`, producing a new buffer of exactly the declared result size, refusing results
-/// larger than `limit` before allocating.
+/// larger than `limit` before allocating. The instructions are checked in a first pass that copies nothing,
+/// so a delta that declares more than it produces never has its declared size allocated.
 pub fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, DeltaError> {
     let mut pos = 0;
     let base_size = read_size(delta, &mut pos)?;
@@ -60,7 +61,18 @@ pub fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, DeltaErro
     if size > limit {
         return Err(DeltaError::TooLarge { size, limit });
     }
+    let instructions = &delta[pos..];
+    walk(base, instructions, size, |_| {})?;
     let mut out = Vec::with_capacity(size as usize);
+    walk(base, instructions, size, |piece| out.extend_from_slice(piece))?;
+    Ok(out)
+}
+
+/// Runs the copy and insert instructions, handing each piece of the result to `emit`, and checks that they
+/// stay within the base and produce exactly `size` bytes.
+fn walk<'a>(base: &'a [u8], delta: &'a [u8], size: u64, mut emit: impl FnMut(&'a [u8])) -> Result<(), DeltaError> {
+    let mut pos = 0;
+    let mut produced = 0u64;
     while let Some(&cmd) = delta.get(pos) {
         pos += 1;
         if cmd & 0x80 != 0 {
@@ -81,26 +93,28 @@ pub fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, DeltaErro
             if end > base.len() as u64 {
                 return Err(DeltaError::CopyOutOfBounds { offset, end, base: base.len() });
             }
-            if out.len() as u64 + len > size {
+            if produced + len > size {
                 return Err(DeltaError::Overflow { size });
             }
-            out.extend_from_slice(&base[offset as usize..end as usize]);
+            emit(&base[offset as usize..end as usize]);
+            produced += len;
         } else if cmd != 0 {
             let len = usize::from(cmd);
             let literal = delta.get(pos..pos + len).ok_or(DeltaError::TruncatedCopy)?;
-            if (out.len() + len) as u64 > size {
+            if produced + len as u64 > size {
                 return Err(DeltaError::Overflow { size });
             }
-            out.extend_from_slice(literal);
+            emit(literal);
+            produced += len as u64;
             pos += len;
         } else {
             return Err(DeltaError::ReservedOpcode);
         }
     }
-    if out.len() as u64 != size {
-        return Err(DeltaError::ShortResult { expected: size, actual: out.len() });
+    if produced != size {
+        return Err(DeltaError::ShortResult { expected: size, actual: produced as usize });
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ pub fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), Damage> 
     if size > limit {
         return Err(Damage::TooLarge { size, limit });
     }
+    super::inflatable(size, compressed.len())?;
     let mut out = Vec::with_capacity(size as usize);
     out.extend_from_slice(&head[header_len..]);
     let mut status = status;

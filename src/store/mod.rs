@@ -8,12 +8,14 @@ mod alternates;
 pub mod cache;
 pub mod delta;
 mod inflate;
+mod limits;
 mod loose;
 mod pack;
 mod replace;
 mod resolve;
 pub mod stream;
 
+pub use limits::{LimitError, git_alloc_limit, parse_git_ulong};
 pub use replace::Replacements;
 
 use std::ffi::OsStr;
@@ -52,12 +54,16 @@ pub enum Damage {
     Zlib,
     #[error("inflates to {} the declared {declared} bytes", actual.map_or("more than".into(), |n| format!("{n} bytes instead of")))]
     SizeMismatch { declared: u64, actual: Option<u64> },
+    #[error("declares {declared} bytes, more than {compressed} bytes of zlib data can hold")]
+    ImpossibleSize { declared: u64, compressed: u64 },
     #[error(transparent)]
     Delta(#[from] delta::DeltaError),
     #[error("object of {size} bytes exceeds the limit of {limit} bytes")]
     TooLarge { size: u64, limit: u64 },
     #[error("delta chain longer than {} entries (a delta cycle?)", resolve::MAX_DELTA_CHAIN)]
     ChainTooDeep,
+    #[error("delta chain produces more than {limit} bytes")]
+    ChainTooLarge { limit: u64 },
     #[error("delta base {0} is in no pack and not loose")]
     BaseMissing(ObjectId),
     #[error("delta base offset points outside the pack")]
@@ -122,13 +128,47 @@ impl std::fmt::Display for Location {
 pub struct StoreOptions {
     /// Largest object (or delta result) we agree to allocate.
     pub max_object_size: u64,
+    /// Most bytes that reading one object may inflate and produce along its delta chain (every delta and every
+    /// intermediate result counted), so that a chain of small deltas that each declare a huge result cannot make
+    /// one request copy terabytes. Results taken from the delta-base cache are not counted again.
+    pub max_chain_bytes: u64,
     /// Replace refs to apply to every read (empty when they are turned off).
     pub replacements: Replacements,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions { max_object_size: 4 << 30, replacements: Replacements::default() }
+        StoreOptions {
+            max_object_size: DEFAULT_MAX_OBJECT_SIZE,
+            max_chain_bytes: DEFAULT_MAX_CHAIN_BYTES,
+            replacements: Replacements::default(),
+        }
+    }
+}
+
+/// `--max-object-size` by default: larger than any object a real repository holds.
+pub const DEFAULT_MAX_OBJECT_SIZE: u64 = 4 << 30;
+/// [`StoreOptions::max_chain_bytes`] by default: a 4,095-deep chain (git's deepest) of 8 MiB objects, or 8 chains
+/// of the largest object; a few seconds of copying at worst.
+pub const DEFAULT_MAX_CHAIN_BYTES: u64 = 32 << 30;
+
+/// Deflate expands at most 1032 times (a 258-byte match in every 2 bits); a size larger than this many times
+/// the compressed bytes available is damage, refused before allocating it.
+pub(crate) fn inflatable(declared: u64, compressed: usize) -> Result<(), Damage> {
+    if declared > (compressed as u64).saturating_mul(1032) {
+        return Err(Damage::ImpossibleSize { declared, compressed: compressed as u64 });
+    }
+    Ok(())
+}
+
+impl StoreOptions {
+    /// Lowers [`Self::max_object_size`] to `GIT_ALLOC_LIMIT` when that is set, non-zero and smaller, as git
+    /// refuses larger allocations; an unreadable value is git's `failed to parse GIT_ALLOC_LIMIT`.
+    pub fn with_git_alloc_limit(mut self) -> Result<Self, LimitError> {
+        if let Some(limit) = git_alloc_limit()? {
+            self.max_object_size = self.max_object_size.min(limit);
+        }
+        Ok(self)
     }
 }
 
@@ -224,11 +264,26 @@ impl Store {
                         || loose::path(&dir.path, &target).is_file()
                 })
         };
+        let searched = self.snapshots();
         if found(self) {
             return Ok(true);
         }
-        let changed = self.dirs.iter().fold(false, |changed, dir| self.rescan(dir) | changed);
-        Ok(changed && found(self))
+        Ok(self.refreshed_since(&searched) && found(self))
+    }
+
+    /// The pack sets of every object directory as they are now.
+    fn snapshots(&self) -> Vec<Arc<PackSet>> {
+        self.dirs.iter().map(snapshot).collect()
+    }
+
+    /// Rescans every object directory that changed; true if any pack set differs from `searched`, whether
+    /// this call or another thread rescanned it (a reader that only looked at its own rescan would miss a
+    /// pack another thread found first, while `git repack` deletes the loose copy).
+    fn refreshed_since(&self, searched: &[Arc<PackSet>]) -> bool {
+        for dir in &self.dirs {
+            self.rescan(dir);
+        }
+        self.dirs.iter().zip(searched).any(|(dir, seen)| !Arc::ptr_eq(&snapshot(dir), seen))
     }
 
     /// Is `id` in any pack (not counting loose objects)?
@@ -247,8 +302,9 @@ impl Store {
         }
         let mut first_error = None;
         for attempt in 0..2 {
-            for dir in &self.dirs {
-                for pack in &snapshot(dir).packs {
+            let searched = self.snapshots();
+            for set in &searched {
+                for pack in &set.packs {
                     let Some(offset) = pack.lookup(id) else { continue };
                     match self.read_packed(id, pack, offset, resolver) {
                         Ok(object) => return Ok(Some(object)),
@@ -274,11 +330,7 @@ impl Store {
                     }
                 }
             }
-            if first_error.is_some() {
-                break;
-            }
-            let changed = self.dirs.iter().fold(false, |changed, dir| self.rescan(dir) | changed);
-            if !changed {
+            if first_error.is_some() || !self.refreshed_since(&searched) {
                 break;
             }
         }
@@ -312,13 +364,14 @@ impl Store {
             .find_map(|dir| loose::read(&loose::path(&dir.path, id), self.options.max_object_size).transpose())
     }
 
-    /// Rescans `objects/pack` of `dir` if it changed since the last scan; true if the set of packs changed.
-    fn rescan(&self, dir: &ObjectDir) -> bool {
+    /// Rescans `objects/pack` of `dir` if the directory changed since the last scan, and publishes a new pack
+    /// set if the packs changed.
+    fn rescan(&self, dir: &ObjectDir) {
         let pack_dir = dir.path.join("pack");
         let mut scanned = dir.scanned.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let mtime = std::fs::metadata(&pack_dir).and_then(|m| m.modified()).ok();
         if scanned.is_some() && *scanned == mtime {
-            return false;
+            return;
         }
         *scanned = mtime;
         let current = snapshot(dir);
@@ -351,15 +404,25 @@ impl Store {
             }
         }
         changed |= next.bad_indexes.len() != current.bad_indexes.len();
-        // Newest first, as git orders packs: recent objects are asked for most.
-        next.packs.sort_by_key(|pack| std::cmp::Reverse(pack.mtime));
-        *dir.packs.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
-        changed
+        if changed {
+            // Newest first, as git orders packs: recent objects are asked for most.
+            next.packs.sort_by_key(|pack| std::cmp::Reverse(pack.mtime));
+            *dir.packs.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
+        }
     }
 }
 
 fn replace_error(id: &oid, damage: Damage) -> ReadError {
     ReadError { oid: id.to_owned(), location: Location::ReplaceRefs, damage }
+}
+
+/// The decoders behind the store, for the fuzz targets and their replay in tests (`cat_blobd::fuzzing`).
+#[doc(hidden)]
+pub mod fuzz_api {
+    /// Decodes a whole loose object file (zlib of `<type> <size>\0<content>`), refusing sizes over `limit`.
+    pub fn decode_loose(compressed: &[u8], limit: u64) -> Result<(super::Kind, Vec<u8>), super::Damage> {
+        super::loose::decode(compressed, limit)
+    }
 }
 
 fn snapshot(dir: &ObjectDir) -> Arc<PackSet> {

@@ -3,10 +3,13 @@
 //! gix-pack does the index lookup and parses entry headers; the store owns inflating and delta resolution
 //! (see `resolve.rs`) because it owns the base cache.
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use gix_hash::oid;
 use gix_pack::data::Entry;
+use gix_pack::data::entry::Header;
 
 use super::Damage;
 use super::inflate::Inflater;
@@ -20,7 +23,22 @@ pub struct Pack {
     /// The mapped pack, or why it cannot be used (missing, unreadable, or not the pack its index describes).
     /// An unusable pack still answers "is the object here?" so that damage is reported, not taken for absence.
     data: Result<gix_pack::data::File, String>,
+    /// The entries that other entries of this pack are deltas against. Built in the background once the pack
+    /// has served a few reads, so short streams never pay for it.
+    delta_bases: OnceLock<DeltaBases>,
+    reads: AtomicU32,
 }
+
+/// Delta bases of a pack and how many of their deltas have not been built from them yet.
+struct DeltaBases {
+    /// Sorted.
+    offsets: Vec<u64>,
+    /// Per offset: deltas built on it that have not been resolved through it yet.
+    pending: Vec<AtomicU32>,
+}
+
+/// Reads a pack serves before its delta bases are indexed.
+const READS_BEFORE_BASE_SCAN: u32 = 32;
 
 impl Pack {
     /// Opens `<name>.idx` and maps `<name>.pack`. Fails only when the index itself is unusable.
@@ -39,7 +57,7 @@ impl Pack {
                     Ok(data)
                 }
             });
-        Ok(Pack { id, index, pack_path, mtime, data })
+        Ok(Pack { id, index, pack_path, mtime, data, delta_bases: OnceLock::new(), reads: AtomicU32::new(0) })
     }
 
     /// Where `id` starts in the pack, if the index lists it.
@@ -69,6 +87,73 @@ impl Pack {
         }
         let data = self.data()?;
         let input = data.entry_slice(entry.data_offset..data.pack_end() as u64).ok_or(Damage::Truncated)?;
+        super::inflatable(entry.decompressed_size, input.len())?;
         inflater.zlib(input, entry.decompressed_size as usize)
+    }
+
+    /// Is the entry at `offset` the base of deltas of this pack that have not been built from it yet? That is
+    /// what makes an object worth keeping in the delta-base cache after it was served: a base is asked for
+    /// before the deltas built on it, often thousands of requests earlier. Until the scan is done, nothing
+    /// counts (only chain roots and intermediates are kept, as git does).
+    pub fn is_delta_base(&self, offset: u64) -> bool {
+        self.pending_deltas(offset).is_some_and(|pending| pending.load(Ordering::Relaxed) > 0)
+    }
+
+    /// Notes that a delta was built from the base at `offset`; true when no delta of this pack waits for it
+    /// any more, so the cache can let it go.
+    pub fn delta_built_from(&self, offset: u64) -> bool {
+        let Some(pending) = self.pending_deltas(offset) else { return false };
+        // Only the last pending delta lets the base go: once the count is spent, later reads of the same
+        // objects fall back to git's policy (roots and intermediates of each walk are kept).
+        let before = pending.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        before == Ok(1)
+    }
+
+    fn pending_deltas(&self, offset: u64) -> Option<&AtomicU32> {
+        let bases = self.delta_bases.get()?;
+        let index = bases.offsets.binary_search(&offset).ok()?;
+        Some(&bases.pending[index])
+    }
+
+    /// Counts a read of `pack`; the read that reaches the threshold starts the background scan of its delta
+    /// bases.
+    pub fn note_read(pack: &Arc<Pack>) {
+        if pack.reads.fetch_add(1, Ordering::Relaxed) + 1 == READS_BEFORE_BASE_SCAN {
+            let pack = Arc::clone(pack);
+            std::thread::spawn(move || {
+                let bases = pack.scan_delta_bases();
+                let _ = pack.delta_bases.set(bases);
+            });
+        }
+    }
+
+    /// Reads every entry header once (no inflating) and counts the deltas built on each base. Damaged
+    /// entries are skipped: reading them reports the damage.
+    fn scan_delta_bases(&self) -> DeltaBases {
+        let Ok(data) = &self.data else { return DeltaBases { offsets: Vec::new(), pending: Vec::new() } };
+        let mut bases: Vec<u64> = self
+            .index
+            .iter()
+            .filter_map(|entry| match data.entry(entry.pack_offset).ok()? {
+                found @ Entry { header: Header::OfsDelta { base_distance }, .. } => {
+                    found.checked_base_pack_offset(base_distance)
+                }
+                Entry { header: Header::RefDelta { base_id }, .. } => self.lookup(&base_id),
+                _ => None,
+            })
+            .collect();
+        bases.sort_unstable();
+        let mut offsets = Vec::with_capacity(bases.len());
+        let mut pending: Vec<AtomicU32> = Vec::with_capacity(bases.len());
+        for base in bases {
+            match offsets.last() {
+                Some(&last) if last == base => *pending.last_mut().expect("same length").get_mut() += 1,
+                _ => {
+                    offsets.push(base);
+                    pending.push(AtomicU32::new(1));
+                }
+            }
+        }
+        DeltaBases { offsets, pending }
     }
 }

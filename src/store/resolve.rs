@@ -29,6 +29,18 @@ impl Store {
         resolver: &mut Resolver,
     ) -> Result<Object, ReadError> {
         let limit = self.options.max_object_size;
+        // Bytes this read has inflated and produced so far, against `max_chain_bytes` (never less than one
+        // delta of the largest size on a base of the largest size needs).
+        let chain_limit = self.options.max_chain_bytes.max(limit.saturating_mul(3));
+        let mut produced = 0u64;
+        let mut charge = |bytes: u64| -> Result<(), Damage> {
+            if bytes > limit {
+                return Ok(()); // refused as `TooLarge` by the step that would allocate it
+            }
+            produced = produced.saturating_add(bytes);
+            if produced > chain_limit { Err(Damage::ChainTooLarge { limit: chain_limit }) } else { Ok(()) }
+        };
+        Pack::note_read(pack);
         let mut chain: Vec<Link> = Vec::new();
         let mut pack = Arc::clone(pack);
         let mut offset = offset;
@@ -66,6 +78,7 @@ impl Store {
                 },
                 Header::Blob | Header::Tree | Header::Commit | Header::Tag => {
                     let kind = entry.header.as_kind().expect("a base entry has an object kind");
+                    charge(entry.decompressed_size).map_err(|d| damaged(&pack, offset, d))?;
                     let data = pack.inflate(&entry, &mut resolver.inflater, limit);
                     let data = data.map_err(|d| damaged(&pack, offset, d))?;
                     resolver.cache.count_inflated(data.len());
@@ -79,21 +92,32 @@ impl Store {
             (pack, offset) = base;
         };
 
-        // The base is worth keeping only if deltas are built on it.
-        if !cached && !chain.is_empty() {
+        // The base is worth keeping only if deltas are built on it: the ones of this chain, or (once the pack
+        // knows its bases) later ones.
+        if !cached && (!chain.is_empty() || pack.is_delta_base(offset)) {
             resolver.cache.put((pack.id, offset), kind, Arc::clone(&data));
         }
 
         // Up: apply each delta to the result so far; keep intermediates, return the last.
+        let (mut base_pack, mut base_offset) = (pack, offset);
         while let Some(link) = chain.pop() {
+            let at_link = |d: Damage| damaged(&link.pack, link.offset, d);
+            charge(link.entry.decompressed_size).map_err(at_link)?;
             let delta = link.pack.inflate(&link.entry, &mut resolver.inflater, limit);
-            let delta = delta.map_err(|d| damaged(&link.pack, link.offset, d))?;
+            let delta = delta.map_err(at_link)?;
             resolver.cache.count_inflated(delta.len());
+            // Counted before the result is allocated.
+            charge(delta::result_size(&delta).map_err(|d| at_link(d.into()))?).map_err(at_link)?;
             let result = delta::apply(&data, &delta, limit).map_err(|d| damaged(&link.pack, link.offset, d.into()))?;
             data = Data::new(result);
-            if !chain.is_empty() {
+            // Once every delta of the pack built on a base has been served, the base has done its job.
+            if base_pack.delta_built_from(base_offset) {
+                resolver.cache.remove((base_pack.id, base_offset));
+            }
+            if !chain.is_empty() || link.pack.is_delta_base(link.offset) {
                 resolver.cache.put((link.pack.id, link.offset), kind, Arc::clone(&data));
             }
+            (base_pack, base_offset) = (Arc::clone(&link.pack), link.offset);
         }
         Ok(Object { kind, data })
     }
