@@ -1,7 +1,7 @@
 //! Marks: `:N` names for objects, defined by `blob` in the stream or imported from a marks file, and exported
 //! to one (git's `insert_mark`, `read_mark_file`, `dump_marks`).
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::fatal::Bytes;
@@ -55,20 +55,18 @@ impl Marks {
         ignore_missing: bool,
         exists: &mut dyn FnMut(&ObjectId) -> bool,
     ) -> Result<bool, MarksError> {
-        let content = match std::fs::read(path) {
-            Ok(content) => content,
+        let file = match std::fs::File::open(path) {
+            Ok(file) => file,
             Err(err) if ignore_missing && err.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(err) => {
-                let message = crate::response::writev::strerror(&err);
-                return Err(MarksError::CannotRead { path: path.to_owned(), message });
-            }
+            Err(err) => return Err(cannot_read(path, &err)),
         };
-        for (mark, id) in parse_marks_file(&content)? {
+        read_marks(io::BufReader::new(file), path, |mark, id| {
             if !exists(&id) {
                 return Err(MarksError::ObjectNotFound(id));
             }
             self.insert(mark, id);
-        }
+            Ok(())
+        })?;
         Ok(true)
     }
 
@@ -125,19 +123,25 @@ fn strerr(err: &io::Error) -> String {
     crate::response::writev::strerror(err)
 }
 
-/// Parses a marks file exactly as git's `read_mark_file` does, with its 512-byte `fgets` buffer: each line
-/// must start with `:`, end with LF, hold a non-zero mark, exactly one SP, and a hex id of either hash.
-pub fn parse_marks_file(content: &[u8]) -> Result<Vec<(u64, ObjectId)>, MarksError> {
-    let mut marks = Vec::new();
-    let mut rest = content;
-    while !rest.is_empty() {
+/// Parses a marks file exactly as git's `read_mark_file` does, line by line with its 512-byte `fgets` buffer
+/// (so a file without newlines, even an endless one, fails on its first piece): each line must start with `:`,
+/// end with LF, hold a non-zero mark, exactly one SP, and a hex id of either hash. `each` sees every mark in
+/// order and may stop the reading with an error, as git dies on the line it is reading.
+pub fn read_marks(
+    mut input: impl BufRead,
+    path: &Path,
+    mut each: impl FnMut(u64, ObjectId) -> Result<(), MarksError>,
+) -> Result<(), MarksError> {
+    let mut piece = Vec::with_capacity(MARK_LINE_BUFFER);
+    loop {
+        piece.clear();
         // What one fgets call returns: up to and including LF, at most 511 bytes.
-        let limit = rest.len().min(MARK_LINE_BUFFER - 1);
-        let piece_len = memchr::memchr(b'\n', &rest[..limit]).map_or(limit, |lf| lf + 1);
-        let (piece, next) = rest.split_at(piece_len);
-        rest = next;
+        let read = input.by_ref().take(MARK_LINE_BUFFER as u64 - 1).read_until(b'\n', &mut piece);
+        if read.map_err(|err| cannot_read(path, &err))? == 0 {
+            return Ok(());
+        }
         // The C code works on a C string: a NUL ends the line early, hiding its LF.
-        let line = crate::request::c_string(piece);
+        let line = crate::request::c_string(&piece);
         let Some(body) = line.strip_suffix(b"\n").filter(|_| line.first() == Some(&b':')) else {
             return Err(MarksError::CorruptLine(line.to_vec()));
         };
@@ -148,10 +152,23 @@ pub fn parse_marks_file(content: &[u8]) -> Result<Vec<(u64, ObjectId)>, MarksErr
         if mark == 0 {
             return Err(corrupt());
         }
-        let id = parse_hex_any(hex).ok_or_else(corrupt)?;
-        marks.push((mark, id));
+        each(mark, parse_hex_any(hex).ok_or_else(corrupt)?)?;
     }
+}
+
+/// Opens and reads a whole marks file (see [`read_marks`]) into a list, for the submodule rewrite maps.
+pub fn read_marks_file(path: &Path) -> Result<Vec<(u64, ObjectId)>, MarksError> {
+    let file = std::fs::File::open(path).map_err(|err| cannot_read(path, &err))?;
+    let mut marks = Vec::new();
+    read_marks(io::BufReader::new(file), path, |mark, id| {
+        marks.push((mark, id));
+        Ok(())
+    })?;
     Ok(marks)
+}
+
+fn cannot_read(path: &Path, err: &io::Error) -> MarksError {
+    MarksError::CannotRead { path: path.to_owned(), message: crate::response::writev::strerror(err) }
 }
 
 /// git's `get_oid_hex_any`: the longest hash whose full hex length starts `hex` (trailing bytes ignored).
@@ -170,6 +187,22 @@ mod tests {
     use super::*;
 
     const HEX: &str = "ce013625030ba8dba906f756967f9e9ca394464a";
+
+    fn parse_marks_file(content: &[u8]) -> Result<Vec<(u64, ObjectId)>, MarksError> {
+        let mut marks = Vec::new();
+        read_marks(content, Path::new("test.marks"), |mark, id| {
+            marks.push((mark, id));
+            Ok(())
+        })?;
+        Ok(marks)
+    }
+
+    #[test]
+    fn an_endless_file_without_newlines_fails_on_its_first_piece() {
+        let endless = std::io::repeat(0).take(u64::MAX);
+        let result = read_marks(io::BufReader::new(endless), Path::new("/dev/zero"), |_, _| Ok(()));
+        assert_eq!(result.unwrap_err().to_string(), "corrupt mark line: ");
+    }
 
     #[test]
     fn parses_what_git_accepts() {

@@ -392,11 +392,7 @@ impl<'a> Session<'a> {
     /// counterpart gives the same marks.
     fn build_rewrite_map(&mut self) -> Result<(), SessionError> {
         let read = |file: &Path| -> Result<HashMap<u64, ObjectId>, SessionError> {
-            let content = std::fs::read(file).map_err(|err| MarksError::CannotRead {
-                path: file.to_owned(),
-                message: crate::response::writev::strerror(&err),
-            })?;
-            Ok(marks::parse_marks_file(&content)?.into_iter().collect())
+            Ok(marks::read_marks_file(file)?.into_iter().collect())
         };
         // Later options for the same submodule name replace earlier ones.
         let last_by_name = |list: &[options::SubmoduleRewrite]| {
