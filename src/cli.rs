@@ -49,6 +49,11 @@ pub struct Cli {
     /// Bytes of resolved responses waiting to be written at most.
     #[arg(long, value_name = "BYTES", default_value = "64m", value_parser = parse_size)]
     pub window_bytes: u64,
+
+    /// Largest object or delta result to read; a pack or loose object that declares more is damage, refused
+    /// before allocating (GIT_ALLOC_LIMIT lowers it further, as in git).
+    #[arg(long, value_name = "BYTES", default_value = "4g", value_parser = parse_size)]
+    pub max_object_size: u64,
 }
 
 /// The whole command line: cat-blobd's flags, and git fast-import's in their original order.
@@ -59,18 +64,36 @@ pub struct Args {
 }
 
 /// Flags that belong to cat-blobd itself (each takes a value, as `--flag=v` or `--flag v`).
-const OWN_VALUE_FLAGS: [&str; 6] =
-    ["--git-dir", "--delta-cache-size", "--stream-blob-memory", "--threads", "--window", "--window-bytes"];
+const OWN_VALUE_FLAGS: [&str; 7] = [
+    "--git-dir",
+    "--delta-cache-size",
+    "--stream-blob-memory",
+    "--threads",
+    "--window",
+    "--window-bytes",
+    "--max-object-size",
+];
 
 /// Splits `args` (without the program name) between clap and git's flag list.
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, clap::Error> {
-    let mut own = vec![OsString::from("cat-blobd")];
+    let (own, fast_import) = split("cat-blobd", args, &OWN_VALUE_FLAGS);
+    Ok(Args { cli: Cli::try_parse_from(own)?, fast_import })
+}
+
+/// Splits `args` between `own_value_flags` (plus `--help`, `--version`), which go to clap after `program`, and
+/// git fast-import's flags, kept in order.
+fn split(
+    program: &str,
+    args: impl IntoIterator<Item = OsString>,
+    own_value_flags: &[&str],
+) -> (Vec<OsString>, Vec<Vec<u8>>) {
+    let mut own = vec![OsString::from(program)];
     let mut fast_import = Vec::new();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let text = arg.to_string_lossy();
         let name = text.split('=').next().unwrap_or_default();
-        if OWN_VALUE_FLAGS.contains(&name) {
+        if own_value_flags.contains(&name) {
             let has_value = text.contains('=');
             own.push(arg);
             if !has_value && let Some(value) = args.next() {
@@ -89,7 +112,130 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, clap::Err
             fast_import.push(arg.into_vec());
         }
     }
-    Ok(Args { cli: Cli::try_parse_from(own)?, fast_import })
+    (own, fast_import)
+}
+
+/// What the first argument selects. Without a subcommand word, cat-blobd runs one stream on stdin (git
+/// fast-import's flags all start with `-`, so no word was ever valid there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Stream,
+    Serve,
+    Connect,
+    Stats,
+}
+
+impl Mode {
+    pub fn of(first_arg: Option<&OsString>) -> Mode {
+        match first_arg.and_then(|arg| arg.to_str()) {
+            Some("serve") => Mode::Serve,
+            Some("connect") => Mode::Connect,
+            Some("stats") => Mode::Stats,
+            _ => Mode::Stream,
+        }
+    }
+}
+
+/// Serves fast-import streams over a Unix socket, all on one repository, one pack mapping and one delta cache.
+///
+/// Clients are `cat-blobd connect` (a drop-in for `cat-blobd` in a pipeline) or any program that writes a
+/// stream on the socket and reads the responses from it (e.g. `socat - UNIX-CONNECT:PATH`). SIGTERM or SIGINT
+/// stop accepting, let open streams finish for --grace seconds, then close them and exit 0.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cat-blobd serve",
+    version,
+    after_help = "git fast-import's flags come with each stream (from `cat-blobd connect`), not here. Logs one \
+                  line per connection on stderr; `cat-blobd stats --socket PATH` prints live counters."
+)]
+pub struct ServeCli {
+    /// The Unix socket to listen on. A stale socket file is replaced; one a live daemon answers on is not.
+    #[arg(long, value_name = "PATH")]
+    pub socket: PathBuf,
+
+    /// Permissions of the socket file, in octal.
+    #[arg(long, value_name = "MODE", default_value = "0600", value_parser = parse_mode)]
+    pub socket_mode: u32,
+
+    /// Streams served at once; further clients wait in the accept backlog.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_connections: usize,
+
+    /// Refuse clients past --max-connections with a `fatal:` line instead of letting them wait.
+    #[arg(long)]
+    pub refuse_when_full: bool,
+
+    /// Also admit this uid (the daemon's own uid always is). Repeatable.
+    #[arg(long = "allow-uid", value_name = "UID")]
+    pub allow_uid: Vec<u32>,
+
+    /// Seconds open streams may go on after SIGTERM/SIGINT before they are cut.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_seconds)]
+    pub grace: std::time::Duration,
+
+    /// One line per connection on stderr: `text` (key=value) or `json`.
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    pub log_format: crate::server::log::LogFormat,
+
+    #[command(flatten)]
+    pub stream: Cli,
+}
+
+/// Runs one fast-import stream through a `cat-blobd serve` daemon, as a drop-in for `cat-blobd`.
+///
+/// Hands this process's stdin, stdout, stderr, its open fds 3..=9 (and the one --cat-blob-fd names) and its
+/// working directory to the daemon, which runs the stream straight on them; exits with the stream's status.
+/// The repository and cat-blobd's own settings are the daemon's.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cat-blobd connect",
+    version,
+    after_help = "Every other flag is git fast-import's, passed to the daemon as `cat-blobd` would take it."
+)]
+pub struct ConnectCli {
+    /// The daemon's socket.
+    #[arg(long, value_name = "PATH")]
+    pub socket: PathBuf,
+}
+
+/// `cat-blobd connect`'s command line: the socket, and git fast-import's flags in order.
+#[derive(Debug)]
+pub struct ConnectArgs {
+    pub cli: ConnectCli,
+    pub fast_import: Vec<Vec<u8>>,
+}
+
+/// Splits `cat-blobd connect`'s arguments (after the word `connect`).
+pub fn parse_connect(args: impl IntoIterator<Item = OsString>) -> Result<ConnectArgs, clap::Error> {
+    // cat-blobd's own flags go to clap too, which refuses them: they are the daemon's settings.
+    let own_flags: Vec<&str> = OWN_VALUE_FLAGS.iter().copied().chain(["--socket"]).collect();
+    let (own, fast_import) = split("cat-blobd connect", args, &own_flags);
+    Ok(ConnectArgs { cli: ConnectCli::try_parse_from(own)?, fast_import })
+}
+
+/// Prints a `cat-blobd serve` daemon's live counters, one `<name> <value>` per line.
+#[derive(Debug, Parser)]
+#[command(name = "cat-blobd stats", version)]
+pub struct StatsCli {
+    /// The daemon's socket.
+    #[arg(long, value_name = "PATH")]
+    pub socket: PathBuf,
+}
+
+/// File permission bits in octal, at most 0777.
+fn parse_mode(arg: &str) -> Result<u32, String> {
+    u32::from_str_radix(arg, 8)
+        .ok()
+        .filter(|mode| *mode <= 0o777)
+        .ok_or_else(|| format!("invalid mode '{arg}': expected octal permission bits such as 0600"))
+}
+
+/// A non-negative number of seconds, fractions allowed.
+fn parse_seconds(arg: &str) -> Result<std::time::Duration, String> {
+    arg.parse::<f64>()
+        .ok()
+        .and_then(|secs| std::time::Duration::try_from_secs_f64(secs).ok())
+        .ok_or_else(|| format!("invalid duration '{arg}': expected seconds, such as 10 or 0.5"))
 }
 
 /// A byte count with git's optional unit suffix: `k`, `m`, `g` (powers of 1024).
@@ -123,6 +269,61 @@ mod tests {
         assert_eq!(args.cli.delta_cache_size, 1 << 20);
         let expected: Vec<&[u8]> = vec![b"--quiet", b"--cat-blob-fd=3", b"--done", b"x"];
         assert_eq!(args.fast_import, expected);
+    }
+
+    #[test]
+    fn a_subcommand_word_selects_the_mode_and_flags_keep_the_stream_mode() {
+        let mode = |arg: &str| Mode::of(Some(&OsString::from(arg)));
+        assert_eq!(mode("serve"), Mode::Serve);
+        assert_eq!(mode("connect"), Mode::Connect);
+        assert_eq!(mode("stats"), Mode::Stats);
+        assert_eq!(mode("--quiet"), Mode::Stream);
+        assert_eq!(mode("--cat-blob-fd=3"), Mode::Stream);
+        assert_eq!(Mode::of(None), Mode::Stream);
+    }
+
+    #[test]
+    fn connect_keeps_git_flags_in_order_and_takes_the_socket() {
+        let args = parse_connect(
+            ["--quiet", "--socket", "/s", "--cat-blob-fd", "3", "--export-marks=m"].into_iter().map(OsString::from),
+        )
+        .unwrap();
+        assert_eq!(args.cli.socket, PathBuf::from("/s"));
+        let expected: Vec<&[u8]> = vec![b"--quiet", b"--cat-blob-fd=3", b"--export-marks=m"];
+        assert_eq!(args.fast_import, expected);
+        assert!(parse_connect([OsString::from("--quiet")]).is_err(), "--socket is required");
+        let daemon_setting = parse_connect(["--socket=/s", "--threads", "2"].into_iter().map(OsString::from));
+        assert!(daemon_setting.is_err(), "--threads is the daemon's setting");
+    }
+
+    #[test]
+    fn serve_takes_the_stream_flags_too() {
+        let serve = ServeCli::try_parse_from([
+            "cat-blobd serve",
+            "--socket=/s",
+            "--socket-mode",
+            "0660",
+            "--allow-uid",
+            "7",
+            "--allow-uid=8",
+            "--grace",
+            "0.5",
+            "--threads",
+            "2",
+            "--delta-cache-size",
+            "1m",
+            "--log-format",
+            "json",
+        ])
+        .unwrap();
+        assert_eq!(serve.socket_mode, 0o660);
+        assert_eq!(serve.allow_uid, vec![7, 8]);
+        assert_eq!(serve.grace, std::time::Duration::from_millis(500));
+        assert_eq!(serve.stream.threads, Some(2));
+        assert_eq!(serve.stream.delta_cache_size, 1 << 20);
+        assert_eq!(serve.log_format, crate::server::log::LogFormat::Json);
+        assert!(ServeCli::try_parse_from(["cat-blobd serve", "--socket=/s", "--socket-mode=999"]).is_err());
+        assert!(ServeCli::try_parse_from(["cat-blobd serve", "--socket=/s", "--quiet"]).is_err());
     }
 
     #[test]

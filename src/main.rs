@@ -1,8 +1,10 @@
 //! The `cat-blobd` binary: parse flags, find the repository, run one stream from stdin, exit with git's status
-//! (0, 1 when the marks file could not be written, 128 fatal, 129 usage).
+//! (0, 1 when the marks file could not be written, 128 fatal, 129 usage). A first argument `serve`, `connect` or
+//! `stats` selects daemon mode instead (see `cat_blobd::server`).
 #![deny(unsafe_code)]
 
 use std::os::fd::AsFd;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
@@ -15,8 +17,21 @@ use cat_blobd::session::{self, SessionConfig, StreamIo, ls::LsOptions};
 use cat_blobd::store::{Replacements, Store, StoreOptions};
 
 fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1).peekable();
+    match cli::Mode::of(args.peek()) {
+        cli::Mode::Stream => {}
+        cli::Mode::Serve => return daemon::serve_main(args.skip(1)),
+        cli::Mode::Connect => {
+            restore_sigpipe();
+            return daemon::connect_main(args.skip(1));
+        }
+        cli::Mode::Stats => {
+            restore_sigpipe();
+            return daemon::stats_main(args.skip(1));
+        }
+    }
     restore_sigpipe();
-    let args = match cli::parse(std::env::args_os().skip(1)) {
+    let args = match cli::parse(args) {
         Ok(args) => args,
         Err(err) => return usage_error(err),
     };
@@ -30,7 +45,26 @@ fn main() -> ExitCode {
 }
 
 fn run(args: cli::Args) -> anyhow::Result<u8> {
-    let repo = Repository::discover(args.cli.git_dir.as_deref())?;
+    let (store, config) = prepare(&args.cli, args.fast_import, false)?;
+    // Our own handle on fd 0, read unbuffered by std: the session's reader does the buffering.
+    let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    let outcome = session::run(stdin, StreamIo::process(), &store, config);
+    Ok(outcome.exit as u8)
+}
+
+/// The repository's store and the stream settings that cat-blobd's own flags give. With `absolute_paths`, the
+/// repository's paths are made absolute (the daemon runs each `connect` stream in its client's directory).
+fn prepare(cli: &cli::Cli, fast_import: Vec<Vec<u8>>, absolute_paths: bool) -> anyhow::Result<(Store, SessionConfig)> {
+    let repo = if absolute_paths {
+        let git_dir = cli.git_dir.clone().or_else(|| std::env::var_os("GIT_DIR").map(PathBuf::from));
+        let mut repo = Repository::discover(git_dir.map(std::path::absolute).transpose()?.as_deref())?;
+        for path in [&mut repo.git_dir, &mut repo.common_dir, &mut repo.objects_dir] {
+            *path = std::path::absolute(&*path)?;
+        }
+        repo
+    } else {
+        Repository::discover(cli.git_dir.as_deref())?
+    };
     let replace_refs = repo.config.use_replace_refs && std::env::var_os("GIT_NO_REPLACE_OBJECTS").is_none();
     let replacements = if replace_refs {
         let base = std::env::var("GIT_REPLACE_REF_BASE").unwrap_or_else(|_| "refs/replace/".into());
@@ -38,25 +72,132 @@ fn run(args: cli::Args) -> anyhow::Result<u8> {
     } else {
         Replacements::default()
     };
-    let store = Store::open(&repo.objects_dir, repo.object_hash, StoreOptions { replacements, ..Default::default() });
-    // Our own handle on fd 0, read unbuffered by std: the session's reader does the buffering.
-    let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    let options = StoreOptions { replacements, max_object_size: cli.max_object_size, ..Default::default() };
+    let store = Store::open(&repo.objects_dir, repo.object_hash, options.with_git_alloc_limit()?);
     let config = SessionConfig {
-        delta_cache_size: usize::try_from(args.cli.delta_cache_size).unwrap_or(usize::MAX),
-        stream_blob_memory: usize::try_from(args.cli.stream_blob_memory).unwrap_or(usize::MAX),
+        delta_cache_size: usize::try_from(cli.delta_cache_size).unwrap_or(usize::MAX),
+        stream_blob_memory: usize::try_from(cli.stream_blob_memory).unwrap_or(usize::MAX),
         ls: LsOptions { quote_path: repo.config.quote_path, ignore_case: repo.config.ignore_case },
-        fast_import_args: args.fast_import,
+        fast_import_args: fast_import,
         relative_marks_dir: repo.common_dir.join("info").join("fast-import"),
         pipeline: PipelineConfig {
-            threads: args.cli.threads.unwrap_or(PipelineConfig::default().threads).max(1),
-            window: args.cli.window.max(1),
-            window_bytes: usize::try_from(args.cli.window_bytes).unwrap_or(usize::MAX),
+            threads: cli.threads.unwrap_or(PipelineConfig::default().threads).max(1),
+            window: cli.window.max(1),
+            window_bytes: usize::try_from(cli.window_bytes).unwrap_or(usize::MAX),
             ..PipelineConfig::default()
         },
         shared_cache: None,
     };
-    let outcome = session::run(stdin, StreamIo::process(), &store, config);
-    Ok(outcome.exit as u8)
+    Ok((store, config))
+}
+
+/// The daemon's three commands: `serve`, `connect` and `stats`.
+mod daemon {
+    use std::ffi::OsString;
+    use std::io::Write;
+    use std::process::ExitCode;
+    use std::sync::Arc;
+
+    use clap::Parser;
+
+    use super::{prepare, usage_error};
+    use cat_blobd::cli::{self, ServeCli, StatsCli};
+    use cat_blobd::fatal::print_fatal;
+    use cat_blobd::server::log::Value;
+    use cat_blobd::server::protocol::{Reply, SIGPIPE};
+    use cat_blobd::server::{self, Server, ServerConfig, client, shutdown};
+    use cat_blobd::store::cache::SharedCache;
+
+    /// `cat-blobd serve`. SIGPIPE stays ignored (as the Rust runtime sets it): a client that goes away ends its
+    /// own stream with EPIPE, never the daemon. SIGTERM and SIGINT are blocked before any thread exists and taken
+    /// by the signal thread.
+    pub fn serve_main(args: impl Iterator<Item = OsString>) -> ExitCode {
+        if let Err(err) = shutdown::block_termination_signals() {
+            print_fatal(&format!("cannot block SIGTERM and SIGINT: {err}"));
+            return ExitCode::from(128);
+        }
+        let args = match ServeCli::try_parse_from(std::iter::once(OsString::from("cat-blobd serve")).chain(args)) {
+            Ok(args) => args,
+            Err(err) => return usage_error(err),
+        };
+        match serve(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                print_fatal(&format!("{err:#}"));
+                ExitCode::from(128)
+            }
+        }
+    }
+
+    fn serve(args: ServeCli) -> anyhow::Result<()> {
+        let (store, mut session) = prepare(&args.stream, Vec::new(), true)?;
+        session.shared_cache = Some(SharedCache::new(session.delta_cache_size));
+        let config = ServerConfig {
+            socket: args.socket,
+            socket_mode: args.socket_mode,
+            max_connections: args.max_connections,
+            refuse_when_full: args.refuse_when_full,
+            allow_uids: args.allow_uid,
+            grace: args.grace,
+            log_format: args.log_format,
+            session,
+        };
+        server::raise_fd_limit();
+        let server = Server::bind(config, Arc::new(store))?;
+        let log = server.logger();
+        shutdown::spawn_signal_thread(server.shutdown_handle(), move |signal| {
+            log.log("signal", &[("signal", Value::Str(signal))]);
+        })?;
+        server.run()?;
+        Ok(())
+    }
+
+    /// `cat-blobd connect`: exits as the stream did, or dies by SIGPIPE as `cat-blobd` would have.
+    pub fn connect_main(args: impl Iterator<Item = OsString>) -> ExitCode {
+        let args = match cli::parse_connect(args) {
+            Ok(args) => args,
+            Err(err) => return usage_error(err),
+        };
+        match client::connect(&args.cli.socket, args.fast_import) {
+            Ok(Reply::Exit(status)) => ExitCode::from(status),
+            Ok(Reply::Signal(signal)) => {
+                if signal == SIGPIPE {
+                    // SIGPIPE's default action was restored at start: this ends the process.
+                    let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::PIPE);
+                }
+                ExitCode::from(128u8.saturating_add(u8::try_from(signal).unwrap_or(0)))
+            }
+            Ok(Reply::Fatal(text)) => {
+                let mut line = b"fatal: ".to_vec();
+                line.extend_from_slice(&text);
+                line.push(b'\n');
+                let _ = std::io::stderr().write_all(&line);
+                ExitCode::from(128)
+            }
+            Err(err) => {
+                print_fatal(&err.to_string());
+                ExitCode::from(128)
+            }
+        }
+    }
+
+    /// `cat-blobd stats`.
+    pub fn stats_main(args: impl Iterator<Item = OsString>) -> ExitCode {
+        let args = match StatsCli::try_parse_from(std::iter::once(OsString::from("cat-blobd stats")).chain(args)) {
+            Ok(args) => args,
+            Err(err) => return usage_error(err),
+        };
+        match client::stats(&args.socket) {
+            Ok(text) => {
+                let _ = std::io::stdout().write_all(&text);
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                print_fatal(&err.to_string());
+                ExitCode::from(128)
+            }
+        }
+    }
 }
 
 /// Errors in cat-blobd's own flags: `--help` and `--version` print and succeed; anything else is usage (129).

@@ -3,9 +3,12 @@
 
 mod corrupt;
 mod differential;
+mod fuzz_replay;
 mod generated;
 mod grammar;
+mod hardening;
 mod interactive;
 mod ls;
 mod pinned;
+mod server;
 mod util;

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# The daemon benchmark (issue 5): STREAMS short streams of REQUESTS `cat-blob` requests each, answered by
+#   daemon   `cat-blobd connect` to one running `cat-blobd serve` (a new `connect` process per stream)
+#   git      a fresh `git fast-import --cat-blob-fd=3` per stream
+#   fresh    a fresh `cat-blobd --cat-blob-fd=3` per stream
+#   plain    the same daemon, one plain socket connection per stream from one long-lived client (python3), as a
+#            service that keeps running would use it: no process is started per stream
+# and prints, for each, the total time and p50/p99 per stream (for the first three a stream's time includes
+# starting its process, as a frontend pays it), then the ratios. Each way is checked to give the same bytes as
+# git on the first streams.
+#
+#   benches/daemon.sh [GIT_DIR] [STREAMS] [REQUESTS]
+#
+# GIT_DIR defaults to the `basic` test fixture (built by `cargo test`, or here with fixtures/make-fixtures.sh).
+# CAT_BLOBD=path picks the binary (default: a release build of this checkout). Timing uses bash's
+# $EPOCHREALTIME, so the loop itself starts no process besides the one measured.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+streams=${2:-1000}
+requests=${3:-10}
+work=$(mktemp -d "${TMPDIR:-/tmp}/cat-blobd-daemon-bench.XXXXXX")
+daemon_pid=
+cleanup() {
+    if [ -n "$daemon_pid" ]; then kill -TERM "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null LC_ALL=C
+unset GIT_DIR GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES
+
+if [ -n "${1:-}" ]; then
+    git_dir=$(cd "$1" && pwd)
+else
+    fixtures=$(ls -d "$here"/target/tmp/fixtures-*/ 2>/dev/null | head -n 1 || true)
+    if [ -z "$fixtures" ] || [ ! -e "$fixtures/COMPLETE" ]; then
+        echo "building the test fixtures (about 15 s)..." >&2
+        fixtures=$work/fixtures
+        bash "$here/fixtures/make-fixtures.sh" "$fixtures" >/dev/null
+    fi
+    git_dir=$(cd "$fixtures/basic/.git" && pwd)
+fi
+
+if [ -z "${CAT_BLOBD:-}" ]; then
+    (cd "$here" && cargo build --release --quiet)
+    CAT_BLOBD=$here/target/release/cat-blobd
+fi
+
+# The streams: REQUESTS blob ids each, walking the repository's blob list.
+GIT_DIR=$git_dir git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' \
+    | awk '$1 == "blob" { print $2 }' >"$work/blobs"
+mkdir "$work/streams"
+awk -v streams="$streams" -v requests="$requests" -v dir="$work/streams" '
+    { ids[n++] = $0 }
+    END {
+        for (s = 0; s < streams; s++) {
+            file = sprintf("%s/%d", dir, s)
+            for (r = 0; r < requests; r++) printf "cat-blob %s\n", ids[(s * requests + r) % n] > file
+            close(file)
+        }
+    }' "$work/blobs"
+
+# git fast-import writes into its repository: give it a throwaway one that borrows the objects.
+git init -q --bare "$work/oracle.git"
+echo "$git_dir/objects" >"$work/oracle.git/objects/info/alternates"
+
+"$CAT_BLOBD" serve --socket "$work/socket" --git-dir "$git_dir" 2>"$work/daemon.log" &
+daemon_pid=$!
+for _ in $(seq 200); do [ -S "$work/socket" ] && break; sleep 0.05; done
+[ -S "$work/socket" ] || { cat "$work/daemon.log" >&2; exit 1; }
+
+run_daemon() { "$CAT_BLOBD" connect --socket "$work/socket" --quiet --cat-blob-fd=3; }
+run_git() { GIT_DIR=$work/oracle.git git fast-import --quiet --cat-blob-fd=3; }
+run_fresh() { "$CAT_BLOBD" --git-dir "$git_dir" --quiet --cat-blob-fd=3; }
+
+# Same bytes every way, on the first streams.
+for s in 0 1 2; do
+    run_git <"$work/streams/$s" 3>"$work/expected" >/dev/null
+    for way in daemon fresh; do
+        "run_$way" <"$work/streams/$s" 3>"$work/got" >/dev/null
+        cmp -s "$work/expected" "$work/got" || { echo "$way: stream $s differs from git" >&2; exit 1; }
+    done
+done
+
+python3 - "$work" >/dev/null <<'PY'
+import socket, sys
+work = sys.argv[1]
+for s in range(3):
+    conn = socket.socket(socket.AF_UNIX)
+    conn.connect(f"{work}/socket")
+    conn.sendall(open(f"{work}/streams/{s}", "rb").read())
+    conn.shutdown(socket.SHUT_WR)
+    got = b"".join(iter(lambda: conn.recv(1 << 20), b""))
+    open(f"{work}/plain.{s}", "wb").write(got)
+PY
+for s in 0 1 2; do
+    GIT_DIR=$work/oracle.git git fast-import --quiet <"$work/streams/$s" >"$work/expected"
+    cmp -s "$work/expected" "$work/plain.$s" || { echo "plain: stream $s differs from git" >&2; exit 1; }
+done
+
+# One way: every stream in turn (after a warm-up of 20), one time per line in microseconds.
+measure() {
+    local way=$1 s t0 t1
+    for s in $(seq 0 19); do "run_$way" <"$work/streams/$s" 3>/dev/null >/dev/null; done
+    for ((s = 0; s < streams; s++)); do
+        t0=${EPOCHREALTIME/./}
+        "run_$way" <"$work/streams/$s" 3>/dev/null >/dev/null
+        t1=${EPOCHREALTIME/./}
+        echo $((t1 - t0))
+    done >"$work/times.$way"
+}
+
+measure_plain() {
+    python3 - "$work" "$streams" >"$work/times.plain" <<'PY'
+import socket, sys, time
+work, streams = sys.argv[1], int(sys.argv[2])
+data = [open(f"{work}/streams/{s}", "rb").read() for s in range(streams)]
+times = []
+for s in list(range(20)) + list(range(streams)):
+    t0 = time.perf_counter_ns()
+    conn = socket.socket(socket.AF_UNIX)
+    conn.connect(f"{work}/socket")
+    conn.sendall(data[s])
+    conn.shutdown(socket.SHUT_WR)
+    while conn.recv(1 << 20):
+        pass
+    conn.close()
+    times.append((time.perf_counter_ns() - t0) // 1000)
+print("\n".join(map(str, times[20:])))
+PY
+}
+
+summary() { # way -> "total_ms p50_ms p99_ms"
+    sort -n "$work/times.$1" | awk '
+        { t[NR] = $1; sum += $1 }
+        END {
+            p50 = t[int((NR - 1) * 0.50) + 1]; p99 = t[int((NR - 1) * 0.99) + 1]
+            printf "%.1f %.3f %.3f\n", sum / 1000, p50 / 1000, p99 / 1000
+        }'
+}
+
+echo "repository: $git_dir ($(wc -l <"$work/blobs") blobs); $streams streams of $requests cat-blob requests"
+echo "binary: $CAT_BLOBD; $(git --version); $(nproc) cores"
+for way in daemon git fresh; do measure "$way"; done
+measure_plain
+printf '%-8s %12s %10s %10s\n' way total_ms p50_ms p99_ms
+for way in daemon git fresh plain; do
+    read -r total p50 p99 < <(summary "$way")
+    printf '%-8s %12s %10s %10s\n' "$way" "$total" "$p50" "$p99"
+    eval "total_$way=$total p50_$way=$p50"
+done
+awk -v d="$total_daemon" -v g="$total_git" -v f="$total_fresh" -v p="$total_plain" \
+    -v dp="$p50_daemon" -v gp="$p50_git" -v fp="$p50_fresh" -v pp="$p50_plain" \
+    'BEGIN {
+        printf "git fast-import per stream / daemon via connect: %.1fx total, %.1fx p50\n", g / d, gp / dp
+        printf "fresh cat-blobd per stream / daemon via connect: %.1fx total, %.1fx p50\n", f / d, fp / dp
+        printf "git fast-import per stream / daemon via plain:   %.1fx total, %.1fx p50\n", g / p, gp / pp
+    }'

@@ -1,0 +1,168 @@
+//! The client side: `cat-blobd connect` hands this process's stdin, stdout, stderr, other low fds and working
+//! directory to the daemon and waits for the stream's exit status; `cat-blobd stats` asks for the counters.
+use std::io::{self, IoSlice, Read};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+
+use crate::response::writev::strerror;
+
+use super::protocol::{CWD_FD, Hello, MAX_FDS, ProtocolError, Reply, STATS_MAGIC};
+
+/// The fds `connect` always passes when they are open: stdin, stdout, stderr and 3..=9, which a frontend may
+/// name with `--cat-blob-fd` (plus any other number a `--cat-blob-fd=` flag names).
+const LOW_FDS: std::ops::RangeInclusive<i32> = 0..=9;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot connect to the cat-blobd daemon at {}: {}", path.display(), strerror(source))]
+    Connect {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot talk to the cat-blobd daemon at {}: {}", path.display(), strerror(source))]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("the cat-blobd daemon at {} closed the connection without an exit status", .0.display())]
+    NoReply(PathBuf),
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+}
+
+/// Runs one stream through the daemon at `socket` on this process's fds; returns the daemon's verdict.
+pub fn connect(socket: &Path, fast_import_args: Vec<Vec<u8>>) -> Result<Reply, ClientError> {
+    let io_error = |source: io::Error| ClientError::Io { path: socket.to_owned(), source };
+    // Look at the inherited fds before this process opens any of its own (the socket would take the lowest free
+    // number, and must not be mistaken for the frontend's fd).
+    let mut numbers: Vec<i32> = LOW_FDS.collect();
+    numbers.extend(fast_import_args.iter().filter_map(|arg| named_cat_blob_fd(arg)).filter(|n| !LOW_FDS.contains(n)));
+    numbers.sort_unstable();
+    numbers.dedup();
+    let (mut fd_numbers, mut fds): (Vec<i32>, Vec<BorrowedFd<'_>>) =
+        numbers.into_iter().filter_map(|n| inherited_fd(n).map(|fd| (n, fd))).take(MAX_FDS - 1).unzip();
+    // The working directory, so that relative marks paths mean the same as for `cat-blobd` run here.
+    let cwd: Option<OwnedFd> =
+        rustix::fs::open(".", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok();
+    if let Some(dir) = &cwd {
+        fd_numbers.push(CWD_FD);
+        fds.push(dir.as_fd());
+    }
+    let stream =
+        UnixStream::connect(socket).map_err(|source| ClientError::Connect { path: socket.to_owned(), source })?;
+    let hello = Hello { fd_numbers, args: fast_import_args }.encode();
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    let pushed = control.push(SendAncillaryMessage::ScmRights(&fds));
+    debug_assert!(pushed, "room for MAX_FDS fds");
+    // NOSIGNAL: a daemon that refused us may already have closed; its reply is still there to read.
+    let sent = send_all(&stream, &hello, &mut control);
+    drop(cwd);
+    // Nothing more is sent (closing our side would tell the daemon we are gone). The reply comes at the end.
+    let reply = read_reply(&stream).map_err(io_error)?;
+    if reply.is_empty() {
+        sent.map_err(io_error)?;
+        return Err(ClientError::NoReply(socket.to_owned()));
+    }
+    Ok(Reply::decode(&reply)?)
+}
+
+/// Sends the hello, its fds with the first piece.
+fn send_all(stream: &UnixStream, bytes: &[u8], control: &mut SendAncillaryBuffer<'_, '_, '_>) -> io::Result<()> {
+    let mut sent = 0;
+    while sent < bytes.len() {
+        let mut none = SendAncillaryBuffer::default();
+        let control = if sent == 0 { &mut *control } else { &mut none };
+        match rustix::net::sendmsg(stream, &[IoSlice::new(&bytes[sent..])], control, SendFlags::NOSIGNAL) {
+            Ok(n) => sent += n,
+            Err(Errno::INTR) => {}
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The daemon's counters, as `<name> <value>` lines.
+pub fn stats(socket: &Path) -> Result<Vec<u8>, ClientError> {
+    let io_error = |source: io::Error| ClientError::Io { path: socket.to_owned(), source };
+    let stream =
+        UnixStream::connect(socket).map_err(|source| ClientError::Connect { path: socket.to_owned(), source })?;
+    let sent = send_all(&stream, STATS_MAGIC, &mut SendAncillaryBuffer::default());
+    let answer = read_reply(&stream).map_err(io_error)?;
+    if answer.is_empty() {
+        sent.map_err(io_error)?;
+    }
+    if let Some(text) = answer.strip_prefix(b"fatal: ") {
+        return Err(ClientError::Io {
+            path: socket.to_owned(),
+            source: io::Error::other(String::from_utf8_lossy(text.strip_suffix(b"\n").unwrap_or(text)).into_owned()),
+        });
+    }
+    Ok(answer)
+}
+
+/// Everything the daemon writes before it closes. A reset after some bytes (the daemon closed with our bytes
+/// unread) still leaves those bytes.
+fn read_reply(mut stream: &UnixStream) -> io::Result<Vec<u8>> {
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(reply),
+            Ok(n) => reply.extend_from_slice(&buf[..n]),
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) if !reply.is_empty() => return Ok(reply),
+            Err(err) if err.kind() == io::ErrorKind::ConnectionReset => return Ok(reply),
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// The number a `--cat-blob-fd=<n>` flag names, read as git's `strtoul(n, NULL, 0)` would (decimal, `0x` hex or
+/// `0` octal); other flags and unreadable numbers name nothing (the session reports them as git does).
+fn named_cat_blob_fd(arg: &[u8]) -> Option<i32> {
+    let value = std::str::from_utf8(arg.strip_prefix(b"--cat-blob-fd=")?).ok()?.trim_start();
+    let value = value.strip_prefix('+').unwrap_or(value);
+    let (digits, radix) = match value.strip_prefix("0x").or_else(|| value.strip_prefix("0X")) {
+        Some(hex) => (hex, 16),
+        None if value.len() > 1 && value.starts_with('0') => (&value[1..], 8),
+        None => (value, 10),
+    };
+    i32::from_str_radix(digits, radix).ok().filter(|n| *n >= 0)
+}
+
+/// Fd `number` of this process, if it is open.
+#[allow(unsafe_code)]
+fn inherited_fd(number: i32) -> Option<BorrowedFd<'static>> {
+    // SAFETY: F_GETFD reads the fd's flags and nothing else; on a number that is not open it fails with EBADF.
+    if unsafe { libc::fcntl(number, libc::F_GETFD) } == -1 {
+        return None;
+    }
+    // SAFETY: the fd is open (just checked) and was inherited: nothing in this short-lived process closes fds
+    // 0..=9 or the one `--cat-blob-fd` names, so it stays open for as long as `connect` borrows it (one sendmsg).
+    Some(unsafe { BorrowedFd::borrow_raw(number) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cat_blob_fd_numbers_are_read_like_strtoul() {
+        assert_eq!(named_cat_blob_fd(b"--cat-blob-fd=3"), Some(3));
+        assert_eq!(named_cat_blob_fd(b"--cat-blob-fd=0x1f"), Some(31));
+        assert_eq!(named_cat_blob_fd(b"--cat-blob-fd=012"), Some(10));
+        assert_eq!(named_cat_blob_fd(b"--cat-blob-fd=0"), Some(0));
+        assert_eq!(named_cat_blob_fd(b"--cat-blob-fd=x"), None);
+        assert_eq!(named_cat_blob_fd(b"--cat-blob-fd=-1"), None);
+        assert_eq!(named_cat_blob_fd(b"--quiet"), None);
+    }
+}

@@ -1,0 +1,569 @@
+//! One connection on its own thread: check the peer's uid, tell from the first bytes what the connection is (see
+//! [`protocol`](super::protocol)), run its stream on the shared store — a plain stream on the socket itself, a
+//! `connect` client's stream straight on the fds it passed — and log one line when it ends.
+//!
+//! A `connect` stream's messages (`fatal:`, `error:`, `warning:`, `--stats`) reach the client's stderr through a
+//! pipe that this thread relays, because one case must differ from a plain copy: when a write to the frontend fails
+//! with EPIPE, `cat-blobd` run directly is killed by SIGPIPE and prints nothing, so the relay drops the session's
+//! `fatal: write to frontend failed: Broken pipe` (and anything after it) and the client is told to raise SIGPIPE.
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::mem::MaybeUninit;
+use std::net::Shutdown as Direction;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags};
+use rustix::io::Errno;
+use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags};
+
+use super::State;
+use super::log::Value;
+use super::peer::Peer;
+use super::protocol::{self, CONNECT_MAGIC, CWD_FD, Hello, Kind, MAX_FDS, ProtocolError, Reply, STATS_MAGIC};
+use super::shutdown::{Cancel, CancelReason, CancellableInput};
+use super::stats::add;
+use crate::fatal::Bytes;
+use crate::response::writev::{FdSink, GatherWriter, WriteError};
+use crate::session::{self, Exit, Outcome, StreamIo};
+
+/// How long closing a plain connection waits for the client to stop sending (so that it reads every response
+/// and then a clean end of file, not a reset), and how long a reply may wait for room in the socket buffer.
+const LINGER: Duration = Duration::from_secs(1);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    #[error("cannot read the connection: {0}")]
+    Io(#[from] io::Error),
+    #[error("bad hello: {0}")]
+    Protocol(#[from] ProtocolError),
+}
+
+/// What the accept loop and the shutdown keep of an open connection.
+#[derive(Debug)]
+pub struct Handle {
+    stream: Arc<UnixStream>,
+    pub peer: Peer,
+    pub cancel: Cancel,
+    /// The connection is a plain stream: the socket is its output too.
+    plain: AtomicBool,
+}
+
+impl Handle {
+    pub fn new(stream: Arc<UnixStream>, peer: Peer) -> io::Result<Handle> {
+        Ok(Handle { stream, peer, cancel: Cancel::new()?, plain: AtomicBool::new(false) })
+    }
+
+    /// Cuts the connection when the grace period is over: its input fails at once (the stream ends with a
+    /// `fatal:` line after the responses already in flight). A plain connection is also shut down both ways, which
+    /// ends a write blocked on a client that does not read; a `connect` client's socket only for reading, so that
+    /// it still gets its exit status.
+    pub fn cut(&self) {
+        self.cancel.cancel(CancelReason::Shutdown);
+        let how = if self.plain.load(Ordering::SeqCst) { Direction::Both } else { Direction::Read };
+        let _ = self.stream.shutdown(how);
+    }
+}
+
+/// What a connection turned out to be, after its first bytes.
+enum Opening {
+    /// A plain stream, with the bytes read while deciding.
+    Plain(Vec<u8>),
+    Connect(Hello, Vec<OwnedFd>),
+    Stats,
+}
+
+/// What the log line says about a connection.
+struct Record {
+    kind: &'static str,
+    outcome: &'static str,
+    /// The status the stream ended with (for a `connect` client: what it exits with).
+    exit: Option<u8>,
+    requests: u64,
+    bytes: u64,
+    error: Option<String>,
+}
+
+impl Record {
+    fn refused(kind: &'static str, error: String) -> Record {
+        Record { kind, outcome: "refused", exit: None, requests: 0, bytes: 0, error: Some(error) }
+    }
+
+    fn stream(kind: &'static str, outcome: &Outcome, cancel: Option<CancelReason>, broken_pipe: bool) -> Record {
+        let name = match (outcome.exit, cancel) {
+            _ if broken_pipe => "broken-pipe",
+            (Exit::Success, _) => "ok",
+            (_, Some(CancelReason::Shutdown)) => "cut",
+            (_, Some(CancelReason::ClientGone)) => "client-gone",
+            (Exit::Failure, None) => "error",
+            (Exit::Fatal, None) => "fatal",
+            (Exit::Usage, None) => "usage",
+        };
+        Record {
+            kind,
+            outcome: name,
+            exit: Some(if broken_pipe { 128 + protocol::SIGPIPE as u8 } else { outcome.exit as u8 }),
+            requests: outcome.stats.requests,
+            bytes: outcome.stats.bytes,
+            error: outcome.fatal.clone(),
+        }
+    }
+
+    fn panicked(kind: &'static str) -> Record {
+        let error = Some("internal error: the stream's thread panicked".to_owned());
+        Record { kind, outcome: "panic", exit: Some(128), requests: 0, bytes: 0, error }
+    }
+}
+
+/// An accepted connection, run by [`Connection::run`] on its own thread.
+pub struct Connection {
+    pub id: u64,
+    pub stream: Arc<UnixStream>,
+    pub peer: Peer,
+    pub handle: Arc<Handle>,
+    pub state: Arc<State>,
+}
+
+impl Connection {
+    /// Serves the connection to its end and logs it.
+    pub fn run(self) {
+        let started = Instant::now();
+        let record = if !self.state.access.admits(self.peer.uid) {
+            let message = format!(
+                "uid {} may not use this cat-blobd daemon (it admits uid {} and those given with --allow-uid)",
+                self.peer.uid, self.state.access.server_uid
+            );
+            self.refuse(&message);
+            Record::refused("unknown", message)
+        } else {
+            match self.open() {
+                Ok(Opening::Plain(prefix)) => self.plain(prefix),
+                Ok(Opening::Connect(hello, fds)) => self.connect(hello, fds),
+                Ok(Opening::Stats) => self.stats(),
+                Err(err) => {
+                    let message = err.to_string();
+                    self.refuse(&message);
+                    Record::refused("unknown", message)
+                }
+            }
+        };
+        self.account(&record, started.elapsed());
+    }
+
+    fn account(&self, record: &Record, duration: Duration) {
+        let counters = &self.state.counters;
+        match (record.outcome, record.exit) {
+            ("refused", _) => add(&counters.refused, 1),
+            (_, Some(0)) => add(&counters.streams_ok, 1),
+            (_, Some(_)) => add(&counters.streams_failed, 1),
+            (_, None) => {}
+        }
+        add(&counters.requests, record.requests);
+        add(&counters.bytes, record.bytes);
+        let mut fields = vec![
+            ("conn", Value::U64(self.id)),
+            ("kind", Value::Str(record.kind)),
+            ("uid", Value::U64(u64::from(self.peer.uid))),
+            ("pid", Value::I64(i64::from(self.peer.pid))),
+            ("requests", Value::U64(record.requests)),
+            ("bytes", Value::U64(record.bytes)),
+            ("duration_ms", Value::F64(duration.as_secs_f64() * 1e3)),
+            ("outcome", Value::Str(record.outcome)),
+        ];
+        if let Some(exit) = record.exit {
+            fields.push(("exit", Value::U64(u64::from(exit))));
+        }
+        if let Some(error) = &record.error {
+            fields.push(("error", Value::Str(error)));
+        }
+        self.state.log.log("connection", &fields);
+    }
+
+    /// Reads until the first bytes say what the connection is; a `connect` hello is read whole, with its fds.
+    fn open(&self) -> Result<Opening, ConnectionError> {
+        let mut received = Vec::new();
+        let mut fds = Vec::new();
+        let mut chunk = vec![0u8; 64 << 10];
+        loop {
+            let n = self.receive(&mut chunk, &mut fds)?;
+            received.extend_from_slice(&chunk[..n]);
+            match protocol::classify(&received) {
+                // Any fds a plain client sent are closed here, unused.
+                Kind::Plain => return Ok(Opening::Plain(received)),
+                Kind::Undecided if n == 0 => return Ok(Opening::Plain(received)),
+                Kind::Undecided => {}
+                Kind::Stats if received.len() == STATS_MAGIC.len() => return Ok(Opening::Stats),
+                Kind::Stats => return Err(ProtocolError::TrailingBytes.into()),
+                Kind::Connect => {
+                    let body = &received[CONNECT_MAGIC.len()..];
+                    match Hello::decode(body)? {
+                        Some((hello, used)) => {
+                            if used != body.len() {
+                                return Err(ProtocolError::TrailingBytes.into());
+                            }
+                            if hello.fd_numbers.len() != fds.len() {
+                                let (expected, received) = (hello.fd_numbers.len(), fds.len());
+                                return Err(ProtocolError::FdCountMismatch { expected, received }.into());
+                            }
+                            return Ok(Opening::Connect(hello, fds));
+                        }
+                        None if n == 0 => return Err(ProtocolError::Truncated.into()),
+                        None => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// One `recvmsg`: bytes into `chunk`, passed fds (close-on-exec) onto `fds`.
+    fn receive(&self, chunk: &mut [u8], fds: &mut Vec<OwnedFd>) -> Result<usize, ConnectionError> {
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let message = loop {
+            let mut iov = [IoSliceMut::new(chunk)];
+            match rustix::net::recvmsg(&*self.stream, &mut iov, &mut control, RecvFlags::CMSG_CLOEXEC) {
+                Err(Errno::INTR) => continue,
+                result => break result.map_err(io::Error::from)?,
+            }
+        };
+        for message in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(passed) = message {
+                fds.extend(passed);
+            }
+        }
+        if message.flags.contains(ReturnFlags::CTRUNC) {
+            return Err(ProtocolError::TooManyFds(MAX_FDS + 1).into());
+        }
+        Ok(message.bytes)
+    }
+
+    /// A plain stream: the socket is its input and its output; messages go nowhere but the log.
+    fn plain(&self, prefix: Vec<u8>) -> Record {
+        self.handle.plain.store(true, Ordering::SeqCst);
+        if self.handle.cancel.reason().is_some() {
+            // Cut before it was known to be plain: finish the cut.
+            let _ = self.stream.shutdown(Direction::Both);
+        }
+        let state = &self.state;
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let input = io::Cursor::new(prefix).chain(CancellableInput::new(self.stream.as_fd(), &self.handle.cancel));
+            let io = StreamIo { stdout: self.stream.as_raw_fd(), stderr: -1, passed_fds: Some(Vec::new()) };
+            session::run(input, io, &state.store, state.session_config(Vec::new()))
+        }));
+        self.close_plain();
+        match result {
+            Ok(outcome) => {
+                let broken_pipe = is_broken_pipe(&outcome);
+                Record::stream("plain", &outcome, self.handle.cancel.reason(), broken_pipe)
+            }
+            Err(_) => Record::panicked("plain"),
+        }
+    }
+
+    /// Ends a plain connection after its last response: half-close, so the client reads every response and then
+    /// end of file; then read what it still sends (for at most [`LINGER`]) so that closing with unread input does
+    /// not turn that end of file into a reset.
+    fn close_plain(&self) {
+        let _ = self.stream.shutdown(Direction::Write);
+        let deadline = Instant::now() + LINGER;
+        let mut sink = [0u8; 16 << 10];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.stream.set_read_timeout(Some(left)).is_err() {
+                return;
+            }
+            match (&*self.stream).read(&mut sink) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// A `connect` client: run its stream on the fds it passed, in its working directory, and send the status.
+    fn connect(&self, hello: Hello, fds: Vec<OwnedFd>) -> Record {
+        let state = &self.state;
+        if let Some(flag) = state.access.refused_flag(self.peer.uid, &hello.args) {
+            let message = format!(
+                "{} is not allowed for uid {} over the cat-blobd daemon: it would use files with the daemon's rights",
+                Bytes(flag),
+                self.peer.uid
+            );
+            self.reply(&Reply::Fatal(message.clone().into_bytes()));
+            return Record::refused("connect", message);
+        }
+        let mut cwd = None;
+        let mut passed = Vec::new();
+        for (number, fd) in hello.fd_numbers.iter().zip(fds) {
+            if *number == CWD_FD {
+                cwd = Some(fd);
+            } else {
+                passed.push((*number, fd));
+            }
+        }
+        if let Some(dir) = &cwd
+            && let Err(err) = enter_directory(dir.as_fd())
+        {
+            let message = format!("cannot enter the client's working directory: {err}");
+            self.reply(&Reply::Fatal(message.clone().into_bytes()));
+            return Record::refused("connect", message);
+        }
+        let find = |number: i32| passed.iter().find(|(n, _)| *n == number).map(|(_, fd)| fd.as_fd());
+        let Some(stdin) = find(0) else {
+            // What `cat-blobd` itself says when its stdin is not open.
+            let message = io::Error::from(Errno::BADF).to_string();
+            self.reply(&Reply::Fatal(message.clone().into_bytes()));
+            return Record::refused("connect", message);
+        };
+        let (relay_read, relay_write) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
+            Ok(pipe) => pipe,
+            Err(err) => {
+                let message = format!("cannot create a pipe: {}", io::Error::from(err));
+                self.reply(&Reply::Fatal(message.clone().into_bytes()));
+                return Record::refused("connect", message);
+            }
+        };
+        let io = StreamIo {
+            stdout: find(1).map_or(-1, |fd| fd.as_raw_fd()),
+            stderr: relay_write.as_raw_fd(),
+            passed_fds: Some(passed.iter().map(|(n, fd)| (*n, fd.as_raw_fd())).collect()),
+        };
+        let config = state.session_config(hello.args);
+        let cancel = &self.handle.cancel;
+        let client_stderr = find(2);
+        let mut relay = StderrRelay::default();
+        let result = std::thread::scope(|scope| {
+            let session = scope.spawn(move || {
+                let input = CancellableInput::new(stdin, cancel);
+                let outcome = session::run(input, io, &state.store, config);
+                drop(relay_write);
+                outcome
+            });
+            pump(relay_read, client_stderr, &self.stream, cancel, &mut relay);
+            session.join()
+        });
+        let Ok(outcome) = result else {
+            relay.finish(true, client_stderr);
+            self.reply(&Reply::Fatal(b"internal error: the stream's thread panicked".to_vec()));
+            return Record::panicked("connect");
+        };
+        let broken_pipe = is_broken_pipe(&outcome) || relay.stderr_broken;
+        relay.finish(!broken_pipe, client_stderr);
+        // Close every passed fd before the reply: the frontend sees end of file no later than `connect` exits.
+        drop(passed);
+        drop(cwd);
+        self.reply(&if broken_pipe { Reply::Signal(protocol::SIGPIPE) } else { Reply::Exit(outcome.exit as u8) });
+        Record::stream("connect", &outcome, cancel.reason(), broken_pipe)
+    }
+
+    fn stats(&self) -> Record {
+        let state = &self.state;
+        let text = state.counters.render(&state.cache, &state.store, state.started.elapsed());
+        let _ = self.stream.set_write_timeout(Some(LINGER));
+        let _ = (&*self.stream).write_all(text.as_bytes());
+        Record { kind: "stats", outcome: "ok", exit: None, requests: 0, bytes: 0, error: None }
+    }
+
+    /// Tells the client why it is refused, then closes like a plain stream.
+    fn refuse(&self, message: &str) {
+        self.reply(&Reply::Fatal(message.as_bytes().to_vec()));
+        self.close_plain();
+    }
+
+    /// Writes the one reply line; a client that does not read gets at most [`LINGER`].
+    fn reply(&self, reply: &Reply) {
+        let _ = self.stream.set_write_timeout(Some(LINGER));
+        let _ = (&*self.stream).write_all(&reply.encode());
+    }
+}
+
+/// Did the stream die because a write to the frontend failed with EPIPE (where `cat-blobd` run directly is killed
+/// by SIGPIPE)?
+fn is_broken_pipe(outcome: &Outcome) -> bool {
+    let broken = WriteError::Io(io::Error::from(Errno::PIPE)).to_string();
+    outcome.exit == Exit::Fatal && outcome.fatal.as_deref() == Some(broken.as_str())
+}
+
+/// Makes `dir` the working directory of this thread (and of the threads it starts), not of the process: relative
+/// marks paths of a `connect` client then mean what they mean in its own directory.
+#[allow(unsafe_code)]
+fn enter_directory(dir: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: with CLONE_FS only, unshare gives this thread its own working directory, root and umask. It does not
+    // touch the fd table (CLONE_FILES is what `unshare_unsafe` is unsafe for), so every fd stays valid everywhere.
+    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS)? };
+    rustix::process::fchdir(dir)?;
+    Ok(())
+}
+
+/// Relays the session's messages from `relay` to the client's stderr until the session closes its end, and
+/// meanwhile watches the control socket: if the client goes away, the stream's input is cut.
+fn pump(
+    relay: OwnedFd,
+    client_stderr: Option<BorrowedFd<'_>>,
+    control: &UnixStream,
+    cancel: &Cancel,
+    state: &mut StderrRelay,
+) {
+    let mut buf = [0u8; 8 << 10];
+    let mut watch_control = true;
+    loop {
+        let (mut relay_ready, mut control_ready) = (true, false);
+        if watch_control {
+            let mut fds = [PollFd::new(&relay, PollFlags::IN), PollFd::new(control, PollFlags::IN)];
+            match rustix::event::poll(&mut fds, None) {
+                Ok(_) => {
+                    relay_ready = !fds[0].revents().is_empty();
+                    control_ready = !fds[1].revents().is_empty();
+                }
+                Err(Errno::INTR) => continue,
+                // Cannot poll: just relay, with blocking reads.
+                Err(_) => watch_control = false,
+            }
+        }
+        if control_ready {
+            match rustix::io::read(control, &mut buf) {
+                // The client sends nothing after its hello; end of file or an error means it is gone.
+                Ok(0) | Err(Errno::CONNRESET | Errno::BADF | Errno::NOTCONN) => {
+                    cancel.cancel(CancelReason::ClientGone);
+                    watch_control = false;
+                }
+                Ok(_) | Err(_) => {}
+            }
+        }
+        if relay_ready {
+            match rustix::io::read(&relay, &mut buf) {
+                Ok(0) => return,
+                Ok(n) => {
+                    state.feed(&buf[..n], client_stderr);
+                    if state.stderr_broken {
+                        // `cat-blobd` run directly would have died by SIGPIPE writing this message: stop the stream.
+                        cancel.cancel(CancelReason::ClientGone);
+                    }
+                }
+                Err(Errno::INTR | Errno::AGAIN) => {}
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// Forwards the session's messages to the client's stderr as they come, except that a line starting with
+/// `fatal: ` and everything after it are held until the stream's outcome is known.
+#[derive(Debug, Default)]
+struct StderrRelay {
+    /// Bytes of the current line while it may still turn out to be `fatal: `.
+    undecided: Vec<u8>,
+    /// Mid-line: the rest of the line is forwarded without looking.
+    mid_line: bool,
+    /// From the `fatal: ` line on.
+    held: Option<Vec<u8>>,
+    /// A write to the client's stderr failed with EPIPE.
+    stderr_broken: bool,
+}
+
+const FATAL_PREFIX: &[u8] = b"fatal: ";
+
+impl StderrRelay {
+    fn feed(&mut self, data: &[u8], out: Option<BorrowedFd<'_>>) {
+        let mut broken = false;
+        self.feed_to(data, &mut |bytes| broken |= write_message(out, bytes));
+        self.stderr_broken |= broken;
+    }
+
+    fn feed_to(&mut self, mut data: &[u8], out: &mut dyn FnMut(&[u8])) {
+        while !data.is_empty() {
+            if let Some(held) = &mut self.held {
+                held.extend_from_slice(data);
+                return;
+            }
+            if self.mid_line {
+                match memchr::memchr(b'\n', data) {
+                    Some(at) => {
+                        out(&data[..=at]);
+                        data = &data[at + 1..];
+                        self.mid_line = false;
+                    }
+                    None => {
+                        out(data);
+                        return;
+                    }
+                }
+                continue;
+            }
+            let byte = data[0];
+            data = &data[1..];
+            self.undecided.push(byte);
+            if self.undecided == FATAL_PREFIX {
+                self.held = Some(std::mem::take(&mut self.undecided));
+            } else if !FATAL_PREFIX.starts_with(&self.undecided) || byte == b'\n' {
+                out(&self.undecided);
+                self.mid_line = byte != b'\n';
+                self.undecided.clear();
+            }
+        }
+    }
+
+    /// The stream has ended: write what is left, the held `fatal:` part only if `keep_held`.
+    fn finish(self, keep_held: bool, out: Option<BorrowedFd<'_>>) {
+        self.finish_to(keep_held, &mut |bytes| _ = write_message(out, bytes));
+    }
+
+    fn finish_to(self, keep_held: bool, out: &mut dyn FnMut(&[u8])) {
+        if !self.undecided.is_empty() {
+            out(&self.undecided);
+        }
+        if let Some(held) = self.held.filter(|_| keep_held) {
+            out(&held);
+        }
+    }
+}
+
+/// Writes to the client's stderr, if it passed one. Errors are ignored, as `cat-blobd` ignores them on stderr,
+/// except that EPIPE is reported (true): there `cat-blobd` would have been killed by SIGPIPE.
+fn write_message(out: Option<BorrowedFd<'_>>, bytes: &[u8]) -> bool {
+    let Some(fd) = out else { return false };
+    match GatherWriter::new(FdSink::new(fd.as_raw_fd())).write_all(&mut [IoSlice::new(bytes)]) {
+        Ok(()) => false,
+        Err(err) => err.is_broken_pipe(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn relay(pieces: &[&[u8]], keep_held: bool) -> (Vec<u8>, Vec<u8>) {
+        let mut relay = StderrRelay::default();
+        let mut live = Vec::new();
+        for piece in pieces {
+            relay.feed_to(piece, &mut |b| live.extend_from_slice(b));
+        }
+        let mut all = live.clone();
+        relay.finish_to(keep_held, &mut |b| all.extend_from_slice(b));
+        (live, all)
+    }
+
+    #[test]
+    fn messages_pass_at_once_and_a_fatal_line_waits_for_the_outcome() {
+        let (live, all) =
+            relay(&[b"warning: a\nwar", b"ning: fatal: b\nfat", b"al: write to frontend\n", b"error: c\n"], true);
+        assert_eq!(live, b"warning: a\nwarning: fatal: b\n");
+        assert_eq!(all, b"warning: a\nwarning: fatal: b\nfatal: write to frontend\nerror: c\n");
+        let (_, dropped) = relay(&[b"warning: a\n", b"fatal: write to frontend failed: Broken pipe\n"], false);
+        assert_eq!(dropped, b"warning: a\n");
+    }
+
+    #[test]
+    fn short_and_unterminated_lines_are_not_lost() {
+        assert_eq!(relay(&[b"f", b"\n", b"fa"], true).1, b"f\nfa");
+        assert_eq!(relay(&[b"fatal:", b"x\n"], false).1, b"fatal:x\n");
+        assert_eq!(
+            relay(&[b"cat-blobd statistics:\n  requests: 1\n"], true).0,
+            b"cat-blobd statistics:\n  requests: 1\n"
+        );
+    }
+}

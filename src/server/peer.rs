@@ -1,0 +1,97 @@
+//! Who is on the other end of a connection (SO_PEERCRED), whether that uid may connect, and what a peer of
+//! another uid may not ask for.
+use std::io;
+use std::os::unix::net::UnixStream;
+
+/// The peer's credentials as the kernel recorded them at `connect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    pub uid: u32,
+    pub gid: u32,
+    pub pid: i32,
+}
+
+impl Peer {
+    pub fn of(stream: &UnixStream) -> io::Result<Peer> {
+        let cred = rustix::net::sockopt::socket_peercred(stream)?;
+        Ok(Peer { uid: cred.uid.as_raw(), gid: cred.gid.as_raw(), pid: cred.pid.as_raw_nonzero().get() })
+    }
+}
+
+/// The daemon's own uid, and the others `--allow-uid` admits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    pub server_uid: u32,
+    pub allowed_uids: Vec<u32>,
+}
+
+impl Access {
+    /// The uid this process runs as, plus `allowed_uids`.
+    pub fn for_this_process(allowed_uids: Vec<u32>) -> Access {
+        Access { server_uid: rustix::process::geteuid().as_raw(), allowed_uids }
+    }
+
+    /// Only the daemon's own uid and the listed ones may connect (root gets no exception).
+    pub fn admits(&self, uid: u32) -> bool {
+        uid == self.server_uid || self.allowed_uids.contains(&uid)
+    }
+
+    /// The first flag in `args` that a peer of another uid may not pass, because it would have the daemon read
+    /// or write a file with the daemon's rights: marks files, submodule rewrite files, pack edges, and
+    /// `--allow-unsafe-features` (which lets the stream name marks files). Same-uid peers may pass anything.
+    pub fn refused_flag<'a>(&self, uid: u32, args: &'a [Vec<u8>]) -> Option<&'a [u8]> {
+        if uid == self.server_uid {
+            return None;
+        }
+        const FILE_FLAGS: [&[u8]; 7] = [
+            b"--import-marks",
+            b"--import-marks-if-exists",
+            b"--export-marks",
+            b"--export-pack-edges",
+            b"--rewrite-submodules-from",
+            b"--rewrite-submodules-to",
+            b"--allow-unsafe-features",
+        ];
+        args.iter().map(Vec::as_slice).find(|arg| {
+            let name = arg.split(|&b| b == b'=').next().unwrap_or_default();
+            FILE_FLAGS.contains(&name)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_servers_uid_and_listed_uids_are_admitted() {
+        let access = Access { server_uid: 1000, allowed_uids: vec![1001, 0] };
+        assert!(access.admits(1000));
+        assert!(access.admits(1001));
+        assert!(access.admits(0));
+        assert!(!access.admits(1002));
+        let strict = Access { server_uid: 1000, allowed_uids: Vec::new() };
+        assert!(!strict.admits(0), "root is not admitted unless listed");
+        assert!(!strict.admits(65534));
+    }
+
+    #[test]
+    fn other_uids_may_not_name_files() {
+        let access = Access { server_uid: 1000, allowed_uids: vec![1001] };
+        let args: Vec<Vec<u8>> =
+            vec![b"--quiet".to_vec(), b"--cat-blob-fd=3".to_vec(), b"--export-marks=/etc/passwd".to_vec()];
+        assert_eq!(access.refused_flag(1000, &args), None);
+        assert_eq!(access.refused_flag(1001, &args), Some(&b"--export-marks=/etc/passwd"[..]));
+        assert_eq!(access.refused_flag(1001, &args[..2]), None);
+        assert!(access.refused_flag(1001, &[b"--allow-unsafe-features".to_vec()]).is_some());
+        assert!(access.refused_flag(1001, &[b"--import-marks-if-exists=m".to_vec()]).is_some());
+    }
+
+    #[test]
+    fn credentials_of_a_socket_pair_are_our_own() {
+        let (a, _b) = UnixStream::pair().unwrap();
+        let peer = Peer::of(&a).unwrap();
+        assert_eq!(peer.uid, rustix::process::geteuid().as_raw());
+        assert_eq!(peer.pid, std::process::id() as i32);
+    }
+}

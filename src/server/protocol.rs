@@ -1,0 +1,284 @@
+//! The wire format between the daemon (`cat-blobd serve`) and its clients on the Unix stream socket.
+//!
+//! A connection is one of three kinds, told apart by its first bytes. The magic lines start with a NUL byte,
+//! which no fast-import stream can start with (git would die on the first command), so the server decides on
+//! the first byte for every plain client and never waits for bytes a plain client has not sent:
+//!
+//! ```text
+//! plain stream   anything else: the connection itself is the fast-import stream (its stdin) and receives the
+//!                responses and `progress` lines (its stdout). No flags, no stderr, no exit status: a fatal error
+//!                is logged by the server and closes the connection after every earlier response.
+//! connect        CONNECT_MAGIC + the hello below (`cat-blobd connect`), with the fds attached (SCM_RIGHTS).
+//! stats          STATS_MAGIC (`cat-blobd stats`): the server writes `<name> <value>\n` lines and closes.
+//! ```
+//!
+//! The connect hello, all integers little-endian, sent by one `sendmsg` whose SCM_RIGHTS message carries the fds:
+//!
+//! ```text
+//! "\0cat-blobd connect 1\n"        magic and protocol version
+//! u8   n                           fds in the SCM_RIGHTS message (n <= MAX_FDS)
+//! n × i32                          what each fd is, in SCM_RIGHTS order: the client's fd number (0 stdin,
+//!                                  1 stdout, 2 stderr, 3.. any other fd the stream may name with
+//!                                  --cat-blob-fd), or -1 (CWD_FD) for the client's working directory
+//! u32  argc                        git fast-import flags (argc <= MAX_ARGS)
+//! argc × (u32 len, len bytes)      each flag, raw bytes (MAX_ARG_BYTES in all)
+//! ```
+//!
+//! The client sends nothing more: the stream travels on the passed stdin, and the server writes the responses,
+//! `progress` lines and messages straight into the passed fds. When the stream has ended, the server closes every
+//! passed fd, writes one reply line and closes the connection:
+//!
+//! ```text
+//! "exit <status>\n"     exit with this status (0, 1, 128 or 129), as `cat-blobd` run directly would
+//! "signal <n>\n"        die by signal n. Only 13 (SIGPIPE): a write to the frontend failed with EPIPE, where
+//!                       `cat-blobd` run directly is killed by SIGPIPE. The daemon ignores SIGPIPE (a client that
+//!                       goes away must not kill it), so the client raises it on itself: a shell sees 141.
+//! "fatal: <text>\n"     the daemon refused the connection or could not run the stream (wrong uid, full with
+//!                       --refuse-when-full, a bad hello, shutting down): print the line, exit 128
+//! ```
+//!
+//! A refused plain client gets the same `fatal:` line on its connection before it is closed.
+
+/// First bytes of a `cat-blobd connect` client.
+pub const CONNECT_MAGIC: &[u8] = b"\0cat-blobd connect 1\n";
+/// First (and only) bytes of a `cat-blobd stats` client.
+pub const STATS_MAGIC: &[u8] = b"\0cat-blobd stats 1\n";
+/// Most fds one hello may pass: stdin, stdout, stderr, 3..=9, a few named by `--cat-blob-fd`, the cwd.
+pub const MAX_FDS: usize = 32;
+/// Most flags one hello may carry.
+pub const MAX_ARGS: usize = 4096;
+/// Most bytes of flags one hello may carry.
+pub const MAX_ARG_BYTES: usize = 1 << 20;
+/// The fd number that stands for the client's working directory (an `O_PATH` directory fd).
+pub const CWD_FD: i32 = -1;
+/// SIGPIPE's number, the one signal a reply may name.
+pub const SIGPIPE: i32 = 13;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("the hello passes {0} fds, at most {MAX_FDS} are allowed")]
+    TooManyFds(usize),
+    #[error("the hello names fd {0} twice or gives an invalid number")]
+    BadFdNumber(i32),
+    #[error("the hello announces {expected} fds but {received} arrived")]
+    FdCountMismatch { expected: usize, received: usize },
+    #[error("the hello carries {0} flags, at most {MAX_ARGS} are allowed")]
+    TooManyArgs(u64),
+    #[error("the hello's flags are longer than {MAX_ARG_BYTES} bytes")]
+    ArgsTooLong,
+    #[error("unexpected bytes after the hello")]
+    TrailingBytes,
+    #[error("the connection ended in the middle of the hello")]
+    Truncated,
+    #[error("the daemon's reply is not understood: {0:?}")]
+    BadReply(String),
+}
+
+/// What the first bytes of a connection say it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Plain,
+    Connect,
+    Stats,
+    /// A strict prefix of a magic line: read more before deciding.
+    Undecided,
+}
+
+/// Classifies a connection by the bytes read so far (at least one, or none at end of input).
+pub fn classify(prefix: &[u8]) -> Kind {
+    if prefix.first() != Some(&0) {
+        return Kind::Plain;
+    }
+    for (magic, kind) in [(CONNECT_MAGIC, Kind::Connect), (STATS_MAGIC, Kind::Stats)] {
+        if prefix.starts_with(magic) {
+            return kind;
+        }
+        if magic.starts_with(prefix) {
+            return Kind::Undecided;
+        }
+    }
+    Kind::Plain
+}
+
+/// The connect hello, after [`CONNECT_MAGIC`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hello {
+    /// What each passed fd is, in SCM_RIGHTS order (see the module docs).
+    pub fd_numbers: Vec<i32>,
+    /// git fast-import's flags, in order.
+    pub args: Vec<Vec<u8>>,
+}
+
+impl Hello {
+    /// The hello's bytes, magic included.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = CONNECT_MAGIC.to_vec();
+        out.push(u8::try_from(self.fd_numbers.len()).expect("at most MAX_FDS fds"));
+        for number in &self.fd_numbers {
+            out.extend_from_slice(&number.to_le_bytes());
+        }
+        out.extend_from_slice(&u32::try_from(self.args.len()).expect("few flags").to_le_bytes());
+        for arg in &self.args {
+            out.extend_from_slice(&u32::try_from(arg.len()).expect("short flag").to_le_bytes());
+            out.extend_from_slice(arg);
+        }
+        out
+    }
+
+    /// Parses the hello that follows [`CONNECT_MAGIC`] in `bytes`: `Ok(None)` while more bytes are needed,
+    /// else the hello and the bytes it took.
+    pub fn decode(bytes: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError> {
+        let mut cursor = Cursor { bytes, at: 0 };
+        let Some(count) = cursor.take(1) else { return Ok(None) };
+        let count = usize::from(count[0]);
+        if count > MAX_FDS {
+            return Err(ProtocolError::TooManyFds(count));
+        }
+        let mut fd_numbers = Vec::with_capacity(count);
+        for _ in 0..count {
+            let Some(number) = cursor.u32() else { return Ok(None) };
+            let number = number as i32;
+            if number < CWD_FD || fd_numbers.contains(&number) {
+                return Err(ProtocolError::BadFdNumber(number));
+            }
+            fd_numbers.push(number);
+        }
+        let Some(argc) = cursor.u32() else { return Ok(None) };
+        if argc as usize > MAX_ARGS {
+            return Err(ProtocolError::TooManyArgs(u64::from(argc)));
+        }
+        let (mut args, mut total) = (Vec::with_capacity(argc as usize), 0usize);
+        for _ in 0..argc {
+            let Some(len) = cursor.u32() else { return Ok(None) };
+            total = total.saturating_add(len as usize);
+            if total > MAX_ARG_BYTES {
+                return Err(ProtocolError::ArgsTooLong);
+            }
+            let Some(arg) = cursor.take(len as usize) else { return Ok(None) };
+            args.push(arg.to_vec());
+        }
+        Ok(Some((Hello { fd_numbers, args }, cursor.at)))
+    }
+}
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let piece = self.bytes.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(piece)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+}
+
+/// The server's last word to a `connect` client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    Exit(u8),
+    Signal(i32),
+    /// The text after `fatal: `, without the LF.
+    Fatal(Vec<u8>),
+}
+
+impl Reply {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut line = match self {
+            Reply::Exit(status) => format!("exit {status}").into_bytes(),
+            Reply::Signal(signal) => format!("signal {signal}").into_bytes(),
+            Reply::Fatal(text) => {
+                let mut line = b"fatal: ".to_vec();
+                // One line: a LF inside the text would end the reply early.
+                line.extend(text.iter().map(|&b| if b == b'\n' { b' ' } else { b }));
+                line
+            }
+        };
+        line.push(b'\n');
+        line
+    }
+
+    /// Parses everything the server wrote before closing: exactly one line.
+    pub fn decode(bytes: &[u8]) -> Result<Reply, ProtocolError> {
+        let bad = || ProtocolError::BadReply(crate::fatal::Bytes(bytes).to_string());
+        let line = bytes.strip_suffix(b"\n").filter(|line| !line.contains(&b'\n')).ok_or_else(bad)?;
+        if let Some(text) = line.strip_prefix(b"fatal: ") {
+            return Ok(Reply::Fatal(text.to_vec()));
+        }
+        let text = std::str::from_utf8(line).map_err(|_| bad())?;
+        if let Some(status) = text.strip_prefix("exit ") {
+            return status.parse().map(Reply::Exit).map_err(|_| bad());
+        }
+        if let Some(signal) = text.strip_prefix("signal ") {
+            return signal.parse().map(Reply::Signal).map_err(|_| bad());
+        }
+        Err(bad())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_streams_are_recognised_on_their_first_byte() {
+        assert_eq!(classify(b"c"), Kind::Plain);
+        assert_eq!(classify(b"cat-blob 0000"), Kind::Plain);
+        assert_eq!(classify(b""), Kind::Plain);
+        assert_eq!(classify(b"\0"), Kind::Undecided);
+        assert_eq!(classify(b"\0cat-blobd "), Kind::Undecided);
+        assert_eq!(classify(b"\0cat-blobd s"), Kind::Undecided);
+        assert_eq!(classify(b"\0cat-blobd x"), Kind::Plain);
+        assert_eq!(classify(b"\0\0"), Kind::Plain);
+        assert_eq!(classify(CONNECT_MAGIC), Kind::Connect);
+        assert_eq!(classify(&[CONNECT_MAGIC, b"\x03"].concat()), Kind::Connect);
+        assert_eq!(classify(STATS_MAGIC), Kind::Stats);
+    }
+
+    #[test]
+    fn hello_round_trips_and_waits_for_all_of_its_bytes() {
+        let hello = Hello {
+            fd_numbers: vec![0, 1, 2, 3, CWD_FD],
+            args: vec![b"--cat-blob-fd=3".to_vec(), b"--export-marks=\xff".to_vec(), Vec::new()],
+        };
+        let bytes = hello.encode();
+        assert!(bytes.starts_with(CONNECT_MAGIC));
+        let body = &bytes[CONNECT_MAGIC.len()..];
+        for cut in 0..body.len() {
+            assert_eq!(Hello::decode(&body[..cut]), Ok(None), "cut at {cut}");
+        }
+        assert_eq!(Hello::decode(body), Ok(Some((hello.clone(), body.len()))));
+        let longer = [body, b"x"].concat();
+        assert_eq!(Hello::decode(&longer), Ok(Some((hello, body.len()))));
+    }
+
+    #[test]
+    fn hostile_hellos_are_refused_before_allocating() {
+        assert_eq!(Hello::decode(&[200]), Err(ProtocolError::TooManyFds(200)));
+        let twice = [&[2u8][..], &0i32.to_le_bytes(), &0i32.to_le_bytes()].concat();
+        assert_eq!(Hello::decode(&twice), Err(ProtocolError::BadFdNumber(0)));
+        let negative = [&[1u8][..], &(-7i32).to_le_bytes()].concat();
+        assert_eq!(Hello::decode(&negative), Err(ProtocolError::BadFdNumber(-7)));
+        let many = [&[0u8][..], &u32::MAX.to_le_bytes()].concat();
+        assert_eq!(Hello::decode(&many), Err(ProtocolError::TooManyArgs(u64::from(u32::MAX))));
+        let long = [&[0u8][..], &1u32.to_le_bytes(), &u32::MAX.to_le_bytes()].concat();
+        assert_eq!(Hello::decode(&long), Err(ProtocolError::ArgsTooLong));
+    }
+
+    #[test]
+    fn replies_round_trip() {
+        for reply in [Reply::Exit(0), Reply::Exit(128), Reply::Signal(SIGPIPE), Reply::Fatal(b"no \xff".to_vec())] {
+            assert_eq!(Reply::decode(&reply.encode()), Ok(reply));
+        }
+        assert_eq!(Reply::Fatal(b"a\nb".to_vec()).encode(), b"fatal: a b\n");
+        assert!(Reply::decode(b"exit 0").is_err());
+        assert!(Reply::decode(b"exit 0\nexit 1\n").is_err());
+        assert!(Reply::decode(b"exit 300\n").is_err());
+        assert!(Reply::decode(b"").is_err());
+    }
+}

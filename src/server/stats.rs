@@ -1,0 +1,59 @@
+//! Live counters for `cat-blobd stats`: connections now and in all, and the work of the streams that have ended,
+//! plus the shared delta-base cache and the packs mapped, read at the moment of asking.
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::store::Store;
+use crate::store::cache::SharedCache;
+
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Connections accepted and not yet closed (handshakes included).
+    pub open: AtomicU64,
+    /// Connections accepted since start (refused ones included).
+    pub total: AtomicU64,
+    /// Connections refused: wrong uid, full, a bad hello, a forbidden flag.
+    pub refused: AtomicU64,
+    /// Streams that ended with exit status 0.
+    pub streams_ok: AtomicU64,
+    /// Streams that ended otherwise (fatal, usage, marks not written, broken pipe, cut).
+    pub streams_failed: AtomicU64,
+    /// Requests (`cat-blob`, `get-mark`, `ls`) of streams that have ended.
+    pub requests: AtomicU64,
+    /// Bytes written to cat-blob fds by streams that have ended.
+    pub bytes: AtomicU64,
+}
+
+/// Adds to a counter.
+pub fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+impl Counters {
+    /// The `stats` answer: one `<name> <value>` per line.
+    pub fn render(&self, cache: &SharedCache, store: &Store, uptime: Duration) -> String {
+        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let (hits, misses) = cache.hit_counts();
+        let ratio = if hits + misses == 0 { 0.0 } else { hits as f64 / (hits + misses) as f64 };
+        let mut out = String::new();
+        let mut line = |name: &str, value: &dyn std::fmt::Display| {
+            let _ = writeln!(out, "{name} {value}");
+        };
+        line("connections_open", &get(&self.open));
+        line("connections_total", &get(&self.total));
+        line("connections_refused", &get(&self.refused));
+        line("streams_ok", &get(&self.streams_ok));
+        line("streams_failed", &get(&self.streams_failed));
+        line("requests", &get(&self.requests));
+        line("bytes", &get(&self.bytes));
+        line("delta_cache_hits", &hits);
+        line("delta_cache_misses", &misses);
+        line("delta_cache_hit_ratio", &format_args!("{ratio:.4}"));
+        line("delta_cache_bytes", &cache.bytes());
+        line("inflated_bytes", &cache.inflated_bytes());
+        line("packs_mapped", &store.pack_count());
+        line("uptime_seconds", &format_args!("{:.3}", uptime.as_secs_f64()));
+        out
+    }
+}
