@@ -14,8 +14,13 @@ use super::{Data, Kind};
 /// (pack id, pack offset of the entry).
 pub type Key = (u32, u64);
 
+/// Two LRU lists under one byte cap: `wanted` holds bases that deltas of their pack still wait for, `other`
+/// everything else (chain roots and intermediates as git keeps them, and bases whose deltas were all served).
+/// Eviction takes from `other` first, so a pass that walks old chains cannot push out the bases that deltas
+/// further on in the stream will need; when nothing is known to be wanted, it is plain LRU, as git's.
 pub struct DeltaCache {
-    entries: LruCache<Key, (Kind, Data)>,
+    wanted: LruCache<Key, (Kind, Data)>,
+    other: LruCache<Key, (Kind, Data)>,
     bytes: usize,
     capacity: usize,
     hits: u64,
@@ -24,11 +29,18 @@ pub struct DeltaCache {
 
 impl DeltaCache {
     pub fn new(capacity: usize) -> Self {
-        DeltaCache { entries: LruCache::unbounded(), bytes: 0, capacity, hits: 0, misses: 0 }
+        DeltaCache {
+            wanted: LruCache::unbounded(),
+            other: LruCache::unbounded(),
+            bytes: 0,
+            capacity,
+            hits: 0,
+            misses: 0,
+        }
     }
 
     pub fn get(&mut self, key: Key) -> Option<(Kind, Data)> {
-        let found = self.entries.get(&key).cloned();
+        let found = self.wanted.get(&key).or_else(|| self.other.get(&key)).cloned();
         match found {
             Some(_) => self.hits += 1,
             None => self.misses += 1,
@@ -36,18 +48,18 @@ impl DeltaCache {
         found
     }
 
-    /// Keeps `data` unless it alone is larger than the whole cache; evicts least recently used entries to stay
-    /// within the byte cap.
-    pub fn put(&mut self, key: Key, kind: Kind, data: Data) {
+    /// Keeps `data` (in the `wanted` list if deltas still wait for it) unless it alone is larger than the whole
+    /// cache; evicts least recently used entries, others before wanted ones, to stay within the byte cap.
+    pub fn put(&mut self, key: Key, kind: Kind, data: Data, wanted: bool) {
         if data.len() > self.capacity {
             return;
         }
+        self.remove(key);
         self.bytes += data.len();
-        if let Some((_, old)) = self.entries.put(key, (kind, data)) {
-            self.bytes -= old.len();
-        }
+        let list = if wanted { &mut self.wanted } else { &mut self.other };
+        list.put(key, (kind, data));
         while self.bytes > self.capacity {
-            match self.entries.pop_lru() {
+            match self.other.pop_lru().or_else(|| self.wanted.pop_lru()) {
                 Some((_, (_, evicted))) => self.bytes -= evicted.len(),
                 None => break,
             }
@@ -55,7 +67,7 @@ impl DeltaCache {
     }
 
     pub fn remove(&mut self, key: Key) {
-        if let Some((_, data)) = self.entries.pop(&key) {
+        if let Some((_, data)) = self.wanted.pop(&key).or_else(|| self.other.pop(&key)) {
             self.bytes -= data.len();
         }
     }
@@ -106,8 +118,8 @@ impl SharedCache {
         self.lock().get(key)
     }
 
-    pub fn put(&self, key: Key, kind: Kind, data: Data) {
-        self.lock().put(key, kind, data)
+    pub fn put(&self, key: Key, kind: Kind, data: Data, wanted: bool) {
+        self.lock().put(key, kind, data, wanted)
     }
 
     pub fn remove(&self, key: Key) {
@@ -135,16 +147,30 @@ mod tests {
     #[test]
     fn stays_within_its_byte_cap_and_evicts_least_recently_used() {
         let mut cache = DeltaCache::new(10);
-        cache.put((0, 1), Kind::Blob, Arc::new(vec![0; 4]));
-        cache.put((0, 2), Kind::Blob, Arc::new(vec![0; 4]));
+        cache.put((0, 1), Kind::Blob, Arc::new(vec![0; 4]), false);
+        cache.put((0, 2), Kind::Blob, Arc::new(vec![0; 4]), false);
         assert!(cache.get((0, 1)).is_some());
-        cache.put((0, 3), Kind::Blob, Arc::new(vec![0; 4]));
+        cache.put((0, 3), Kind::Blob, Arc::new(vec![0; 4]), false);
         assert_eq!(cache.bytes(), 8);
         assert!(cache.get((0, 2)).is_none(), "the least recently used entry goes first");
         assert!(cache.get((0, 1)).is_some());
-        cache.put((0, 4), Kind::Blob, Arc::new(vec![0; 11]));
+        cache.put((0, 4), Kind::Blob, Arc::new(vec![0; 11]), false);
         assert!(cache.get((0, 4)).is_none(), "larger than the whole cache: not kept");
-        cache.put((0, 1), Kind::Blob, Arc::new(vec![0; 2]));
+        cache.put((0, 1), Kind::Blob, Arc::new(vec![0; 2]), false);
         assert_eq!(cache.bytes(), 6, "replacing an entry releases the old bytes");
+    }
+
+    #[test]
+    fn wanted_bases_outlive_other_entries() {
+        let mut cache = DeltaCache::new(10);
+        cache.put((0, 1), Kind::Blob, Arc::new(vec![0; 4]), true);
+        cache.put((0, 2), Kind::Blob, Arc::new(vec![0; 4]), false);
+        cache.put((0, 3), Kind::Blob, Arc::new(vec![0; 4]), false);
+        assert!(cache.get((0, 1)).is_some(), "the older wanted entry stays");
+        assert!(cache.get((0, 2)).is_none(), "the least recently used other entry went first");
+        cache.put((0, 4), Kind::Blob, Arc::new(vec![0; 4]), true);
+        cache.put((0, 5), Kind::Blob, Arc::new(vec![0; 4]), true);
+        assert!(cache.get((0, 3)).is_none() && cache.get((0, 1)).is_none(), "others first, then the oldest wanted");
+        assert_eq!(cache.bytes(), 8);
     }
 }

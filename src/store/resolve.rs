@@ -94,8 +94,9 @@ impl Store {
 
         // The base is worth keeping only if deltas are built on it: the ones of this chain, or (once the pack
         // knows its bases) later ones.
-        if !cached && (!chain.is_empty() || pack.is_delta_base(offset)) {
-            resolver.cache.put((pack.id, offset), kind, Arc::clone(&data));
+        let wanted = pack.is_delta_base(offset);
+        if !cached && (!chain.is_empty() || wanted) {
+            resolver.cache.put((pack.id, offset), kind, Arc::clone(&data), wanted);
         }
 
         // Up: apply each delta to the result so far; keep intermediates, return the last.
@@ -114,8 +115,9 @@ impl Store {
             if base_pack.delta_built_from(base_offset) {
                 resolver.cache.remove((base_pack.id, base_offset));
             }
-            if !chain.is_empty() || link.pack.is_delta_base(link.offset) {
-                resolver.cache.put((link.pack.id, link.offset), kind, Arc::clone(&data));
+            let wanted = link.pack.is_delta_base(link.offset);
+            if !chain.is_empty() || wanted {
+                resolver.cache.put((link.pack.id, link.offset), kind, Arc::clone(&data), wanted);
             }
             (base_pack, base_offset) = (Arc::clone(&link.pack), link.offset);
         }
