@@ -9,6 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use crate::fatal::Bytes;
+use crate::store::parse_git_ulong as git_parse_ulong;
 
 /// git's `MAX_DEPTH` for `--depth` (accepted and ignored: cat-blobd writes no pack).
 const MAX_DEPTH: u64 = 8191;
@@ -295,22 +296,6 @@ fn strtoul_radix0(s: &[u8]) -> Option<(u64, usize)> {
         acc.checked_mul(u64::from(radix))?.checked_add(u64::from((*d as char).to_digit(radix).expect("digit")))
     });
     Some((value.unwrap_or(u64::MAX), start + digits))
-}
-
-/// git's `git_parse_ulong`: a number (any C radix) with an optional `k`, `m` or `g` unit; no sign, nothing else.
-fn git_parse_ulong(arg: &[u8]) -> Option<u64> {
-    if arg.is_empty() || arg.contains(&b'-') {
-        return None;
-    }
-    let (value, used) = strtoul_radix0(arg)?;
-    let factor = match &arg[used..] {
-        b"" => 1,
-        b"k" | b"K" => 1 << 10,
-        b"m" | b"M" => 1 << 20,
-        b"g" | b"G" => 1 << 30,
-        _ => return None,
-    };
-    value.checked_mul(factor)
 }
 
 #[cfg(test)]
