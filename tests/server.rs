@@ -29,6 +29,8 @@ struct Daemon {
     child: Child,
     socket: PathBuf,
     log: Arc<Mutex<Vec<u8>>>,
+    /// Copies the daemon's stderr into `log`; ends at EOF, which `wait` waits for so the log is complete.
+    log_reader: Option<thread::JoinHandle<()>>,
     _dir: Option<TempDir>,
 }
 
@@ -51,7 +53,7 @@ impl Daemon {
         let log = Arc::new(Mutex::new(Vec::new()));
         let mut stderr = child.stderr.take().expect("stderr");
         let sink = Arc::clone(&log);
-        thread::spawn(move || {
+        let log_reader = thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = stderr.read(&mut buf) {
                 if n == 0 {
@@ -60,7 +62,7 @@ impl Daemon {
                 sink.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
-        Daemon { child, socket: socket.to_owned(), log, _dir: None }
+        Daemon { child, socket: socket.to_owned(), log, log_reader: Some(log_reader), _dir: None }
     }
 
     fn log(&self) -> String {
@@ -75,8 +77,8 @@ impl Daemon {
     fn wait_for_log_count(&mut self, needle: &str, count: usize) {
         let start = Instant::now();
         while self.log().matches(needle).count() < count {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                thread::sleep(Duration::from_millis(50));
+            if self.child.try_wait().expect("try_wait").is_some() {
+                let status = self.wait();
                 panic!("the daemon exited ({status}) before logging {needle:?}:\n{}", self.log());
             }
             assert!(
@@ -93,11 +95,14 @@ impl Daemon {
         rustix::process::kill_process(pid, signal).expect("signal the daemon");
     }
 
-    /// Waits for the daemon to exit by itself.
+    /// Waits for the daemon to exit by itself, then for the last of its stderr to reach `log`.
     fn wait(&mut self) -> ExitStatus {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
+                if let Some(reader) = self.log_reader.take() {
+                    reader.join().expect("the log reader");
+                }
                 return status;
             }
             assert!(start.elapsed() < WAIT, "the daemon did not exit within {WAIT:?}:\n{}", self.log());
