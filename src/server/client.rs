@@ -109,15 +109,21 @@ pub fn stats(socket: &Path) -> Result<Vec<u8>, ClientError> {
     Ok(answer)
 }
 
-/// Everything the daemon writes before it closes. A reset after some bytes (the daemon closed with our bytes
-/// unread) still leaves those bytes.
+/// The daemon's one-line reply, or whatever it wrote before it closed. A reset after some bytes (the daemon closed
+/// with our bytes unread) still leaves those bytes.
 fn read_reply(mut stream: &UnixStream) -> io::Result<Vec<u8>> {
     let mut reply = Vec::new();
     let mut buf = [0u8; 4096];
     loop {
         match stream.read(&mut buf) {
             Ok(0) => return Ok(reply),
-            Ok(n) => reply.extend_from_slice(&buf[..n]),
+            Ok(n) => {
+                reply.extend_from_slice(&buf[..n]);
+                // The reply is one line: done without waiting for the daemon to log and close.
+                if reply.ends_with(b"\n") {
+                    return Ok(reply);
+                }
+            }
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
             Err(_) if !reply.is_empty() => return Ok(reply),
             Err(err) if err.kind() == io::ErrorKind::ConnectionReset => return Ok(reply),
