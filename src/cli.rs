@@ -50,6 +50,11 @@ pub struct Cli {
     #[arg(long, value_name = "BYTES", default_value = "64m", value_parser = parse_size)]
     pub window_bytes: u64,
 
+    /// cat-blob requests of a stream answered one by one before its resolver threads start (default: 0, and 16
+    /// for `serve`, whose streams are often short and whose memory is warm).
+    #[arg(long, value_name = "N", env = "CAT_BLOBD_INLINE_REQUESTS")]
+    pub inline_requests: Option<usize>,
+
     /// Largest object or delta result to read; a pack or loose object that declares more is damage, refused
     /// before allocating (GIT_ALLOC_LIMIT lowers it further, as in git).
     #[arg(long, value_name = "BYTES", default_value = "4g", value_parser = parse_size)]
@@ -64,13 +69,14 @@ pub struct Args {
 }
 
 /// Flags that belong to cat-blobd itself (each takes a value, as `--flag=v` or `--flag v`).
-const OWN_VALUE_FLAGS: [&str; 7] = [
+const OWN_VALUE_FLAGS: [&str; 8] = [
     "--git-dir",
     "--delta-cache-size",
     "--stream-blob-memory",
     "--threads",
     "--window",
     "--window-bytes",
+    "--inline-requests",
     "--max-object-size",
 ];
 

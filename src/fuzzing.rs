@@ -72,7 +72,13 @@ pub fn session(store: &Store, data: &[u8]) -> Exit {
         ls: LsOptions { quote_path: true, ignore_case: false },
         fast_import_args: Vec::new(),
         relative_marks_dir: std::env::temp_dir().join("cat-blobd-fuzz-no-marks-here"),
-        pipeline: PipelineConfig { threads: 1, window: 8, window_bytes: 1 << 20, batch_bytes: 64 << 10 },
+        pipeline: PipelineConfig {
+            threads: 1,
+            window: 8,
+            window_bytes: 1 << 20,
+            batch_bytes: 64 << 10,
+            inline_requests: 0,
+        },
         shared_cache: None,
     };
     let outcome = session::run(data, io, store, config);

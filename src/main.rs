@@ -11,7 +11,7 @@ use clap::error::ErrorKind;
 
 use cat_blobd::cli;
 use cat_blobd::fatal::print_fatal;
-use cat_blobd::pipeline::PipelineConfig;
+use cat_blobd::pipeline::{DEFAULT_INLINE_REQUESTS, PipelineConfig};
 use cat_blobd::repo::Repository;
 use cat_blobd::session::{self, SessionConfig, StreamIo, ls::LsOptions};
 use cat_blobd::store::{Replacements, Store, StoreOptions};
@@ -52,10 +52,11 @@ fn run(args: cli::Args) -> anyhow::Result<u8> {
     Ok(outcome.exit as u8)
 }
 
-/// The repository's store and the stream settings that cat-blobd's own flags give. With `absolute_paths`, the
-/// repository's paths are made absolute (the daemon runs each `connect` stream in its client's directory).
-fn prepare(cli: &cli::Cli, fast_import: Vec<Vec<u8>>, absolute_paths: bool) -> anyhow::Result<(Store, SessionConfig)> {
-    let repo = if absolute_paths {
+/// The repository's store and the stream settings that cat-blobd's own flags give. `for_daemon` makes the
+/// repository's paths absolute (the daemon runs each `connect` stream in its client's directory) and answers
+/// the first requests of each stream without starting threads (see [`DEFAULT_INLINE_REQUESTS`]).
+fn prepare(cli: &cli::Cli, fast_import: Vec<Vec<u8>>, for_daemon: bool) -> anyhow::Result<(Store, SessionConfig)> {
+    let repo = if for_daemon {
         let git_dir = cli.git_dir.clone().or_else(|| std::env::var_os("GIT_DIR").map(PathBuf::from));
         let mut repo = Repository::discover(git_dir.map(std::path::absolute).transpose()?.as_deref())?;
         for path in [&mut repo.git_dir, &mut repo.common_dir, &mut repo.objects_dir] {
@@ -84,6 +85,9 @@ fn prepare(cli: &cli::Cli, fast_import: Vec<Vec<u8>>, absolute_paths: bool) -> a
             threads: cli.threads.unwrap_or(PipelineConfig::default().threads).max(1),
             window: cli.window.max(1),
             window_bytes: usize::try_from(cli.window_bytes).unwrap_or(usize::MAX),
+            // A fresh process pays a first-touch page fault on every buffer it fills, which two resolvers overlap;
+            // the daemon's heap is warm, and there starting the threads costs more than a short stream saves.
+            inline_requests: cli.inline_requests.unwrap_or(if for_daemon { DEFAULT_INLINE_REQUESTS } else { 0 }),
             ..PipelineConfig::default()
         },
         shared_cache: None,

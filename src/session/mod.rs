@@ -197,7 +197,7 @@ pub fn run<R: Read>(input: R, io: StreamIo, store: &Store, config: SessionConfig
     std::thread::scope(|scope| {
         let output = Output::new(io.stdout, io.stdout);
         let mut fatal = None;
-        let pipeline = Pipeline::start(scope, store, cache.clone(), output, pipeline_config);
+        let pipeline = Pipeline::new(scope, store, cache.clone(), output, pipeline_config);
         let mut session = Session::new(io, store, cache, pipeline, config);
         let result = session.commands(&mut reader);
         let pipeline = session.pipeline.take().expect("the pipeline lives until the end of the stream");
