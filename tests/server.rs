@@ -343,7 +343,9 @@ fn server_connect_is_a_drop_in_for_cat_blobd() {
 fn server_connect_dies_by_sigpipe_like_cat_blobd() {
     let fixture = Fixture::Basic;
     let daemon = Daemon::start(&fixture.git_dir(), &[]);
-    let stream = format!("cat-blob {}\n", five_mib()).repeat(8);
+    // A mark first, so that an export would write a marks file: dying by SIGPIPE, `cat-blobd` writes none.
+    let stream = format!("blob\nmark :1\ndata 3\nabc\n{}", format!("cat-blob {}\n", five_mib()).repeat(8));
+    let dir = TempDir::new("sigpipe-marks");
     for (what, args) in [
         ("direct", vec!["--git-dir".into(), fixture.git_dir().display().to_string()]),
         ("connect", vec!["connect".into(), "--socket".into(), daemon.socket.display().to_string()]),
@@ -354,6 +356,7 @@ fn server_connect_dies_by_sigpipe_like_cat_blobd() {
         let mut child = cmd
             .args(&args)
             .arg("--quiet")
+            .arg(format!("--export-marks={}", dir.path().join(what).display()))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -370,6 +373,7 @@ fn server_connect_dies_by_sigpipe_like_cat_blobd() {
         assert_eq!(status.signal(), Some(libc::SIGPIPE), "{what}: {status}");
         let stderr = stderr.join().unwrap();
         assert!(stderr.is_empty(), "{what}: {}", escape(&stderr));
+        assert!(!dir.path().join(what).exists(), "{what}: no marks exported after SIGPIPE");
     }
     let mut daemon = daemon;
     daemon.wait_for_log("outcome=broken-pipe");

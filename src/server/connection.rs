@@ -27,7 +27,7 @@ use super::protocol::{self, CONNECT_MAGIC, CWD_FD, Hello, Kind, MAX_FDS, Protoco
 use super::shutdown::{Cancel, CancelReason, CancellableInput};
 use super::stats::add;
 use crate::fatal::Bytes;
-use crate::response::writev::{FdSink, GatherWriter, WriteError};
+use crate::response::writev::{FdSink, GatherWriter};
 use crate::session::{self, Exit, Outcome, StreamIo};
 
 /// How long closing a plain connection waits for the client to stop sending (so that it reads every response
@@ -256,7 +256,7 @@ impl Connection {
         self.close_plain();
         match result {
             Ok(outcome) => {
-                let broken_pipe = is_broken_pipe(&outcome);
+                let broken_pipe = outcome.broken_pipe;
                 Record::stream("plain", &outcome, self.handle.cancel.reason(), broken_pipe)
             }
             Err(_) => Record::panicked("plain"),
@@ -351,7 +351,7 @@ impl Connection {
             self.reply(&Reply::Fatal(b"internal error: the stream's thread panicked".to_vec()));
             return Record::panicked("connect");
         };
-        let broken_pipe = is_broken_pipe(&outcome) || relay.stderr_broken;
+        let broken_pipe = outcome.broken_pipe || relay.stderr_broken;
         relay.finish(!broken_pipe, client_stderr);
         // Close every passed fd before the reply: the frontend sees end of file no later than `connect` exits.
         drop(passed);
@@ -379,13 +379,6 @@ impl Connection {
         let _ = self.stream.set_write_timeout(Some(LINGER));
         let _ = (&*self.stream).write_all(&reply.encode());
     }
-}
-
-/// Did the stream die because a write to the frontend failed with EPIPE (where `cat-blobd` run directly is killed
-/// by SIGPIPE)?
-fn is_broken_pipe(outcome: &Outcome) -> bool {
-    let broken = WriteError::Io(io::Error::from(Errno::PIPE)).to_string();
-    outcome.exit == Exit::Fatal && outcome.fatal.as_deref() == Some(broken.as_str())
 }
 
 /// Makes `dir` the working directory of this thread (and of the threads it starts), not of the process: relative

@@ -153,6 +153,9 @@ pub struct Outcome {
     pub stats: Stats,
     /// The `fatal:` message (without prefix), if the stream died: for logs where stderr goes nowhere.
     pub fatal: Option<String>,
+    /// The stream died writing to a frontend that had gone (EPIPE), where a process of its own would have been
+    /// killed by SIGPIPE: no marks were exported, and a server tells its `connect` client to raise SIGPIPE.
+    pub broken_pipe: bool,
 }
 
 /// Counters for `--stats`.
@@ -196,7 +199,7 @@ pub fn run<R: Read>(input: R, io: StreamIo, store: &Store, config: SessionConfig
     let pipeline_config = config.pipeline;
     std::thread::scope(|scope| {
         let output = Output::new(io.stdout, io.stdout);
-        let mut fatal = None;
+        let (mut fatal, mut broken_pipe) = (None, false);
         let pipeline = Pipeline::new(scope, store, cache.clone(), output, pipeline_config);
         let mut session = Session::new(io, store, cache, pipeline, config);
         let result = session.commands(&mut reader);
@@ -215,11 +218,14 @@ pub fn run<R: Read>(input: R, io: StreamIo, store: &Store, config: SessionConfig
                 Exit::Usage
             }
             Err(err) => {
+                broken_pipe = matches!(&err, SessionError::Write(write) if write.is_broken_pipe());
                 let message = err.to_string();
                 session.message(&fatal_line(&message));
                 fatal = Some(message);
-                // git's die handler still writes the marks file.
-                session.export_marks();
+                // git's die handler still writes the marks file; death by SIGPIPE does not.
+                if !broken_pipe {
+                    session.export_marks();
+                }
                 Exit::Fatal
             }
         };
@@ -228,7 +234,7 @@ pub fn run<R: Read>(input: R, io: StreamIo, store: &Store, config: SessionConfig
         if session.settings.stats && exit != Exit::Fatal {
             session.message(stats.to_string().as_bytes());
         }
-        Outcome { exit, stats, fatal }
+        Outcome { exit, stats, fatal, broken_pipe }
     })
 }
 
