@@ -80,6 +80,7 @@ pub fn session(store: &Store, data: &[u8]) -> Exit {
             inline_requests: 0,
         },
         shared_cache: None,
+        may_name_files: true,
     };
     let outcome = session::run(data, io, store, config);
     assert_eq!(outcome.fatal.is_some(), outcome.exit == Exit::Fatal, "a fatal exit always has its message");

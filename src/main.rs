@@ -91,6 +91,7 @@ fn prepare(cli: &cli::Cli, fast_import: Vec<Vec<u8>>, for_daemon: bool) -> anyho
             ..PipelineConfig::default()
         },
         shared_cache: None,
+        may_name_files: true,
     };
     Ok((store, config))
 }

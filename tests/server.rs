@@ -599,17 +599,18 @@ fn server_refuses_other_uids_unless_allowed() {
     let nobody = 65534;
     let blob = rev_parse(fixture, "HEAD:README.md");
     let stream = format!("cat-blob {blob}\n");
-    let as_nobody = |socket: &Path, extra: &[&str]| -> (ExitStatus, Vec<u8>, Vec<u8>) {
+    let as_nobody_with = |socket: &Path, extra: &[&str], stream: &str| -> (ExitStatus, Vec<u8>, Vec<u8>) {
         let mut cmd = Command::new(CAT_BLOBD);
         cmd.arg("connect").arg("--socket").arg(socket).args(extra).uid(nobody).gid(nobody).current_dir("/");
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn connect as nobody");
-        let feeder = crate::util::feed_stdin(&mut child, stream.clone().into_bytes());
+        let feeder = crate::util::feed_stdin(&mut child, stream.as_bytes().to_vec());
         let (out, err) = (read_all(child.stdout.take().unwrap()), read_all(child.stderr.take().unwrap()));
         let status = crate::util::wait_with_timeout(&mut child, WAIT, "connect as nobody".as_ref());
         feeder.join().unwrap();
         (status, out.join().unwrap(), err.join().unwrap())
     };
+    let as_nobody = |socket: &Path, extra: &[&str]| as_nobody_with(socket, extra, &stream);
     // The socket must be reachable for the test to mean anything: a world-writable socket in a directory
     // that everyone may traverse.
     let dir = std::env::temp_dir().join(format!("cat-blobd-uid-{}", std::process::id()));
@@ -642,6 +643,22 @@ fn server_refuses_other_uids_unless_allowed() {
         escape(&err)
     );
     assert!(!Path::new("/tmp/not-for-nobody").exists());
+    // Nor may the stream itself name a file: it would be created or read with the daemon's rights.
+    let edges = dir.join("edges-for-nobody");
+    for (line, named) in [
+        (format!("option git export-pack-edges={}", edges.display()), format!("export-pack-edges={}", edges.display())),
+        (
+            "feature rewrite-submodules-from=sub:/etc/shadow".to_owned(),
+            "rewrite-submodules-from=sub:/etc/shadow".to_owned(),
+        ),
+    ] {
+        let (status, out, err) = as_nobody_with(&socket, &[], &format!("{line}\n{stream}"));
+        assert_eq!(status.code(), Some(128), "{line}: {}", escape(&err));
+        assert!(out.is_empty());
+        let expected = format!("fatal: '{named}' is not allowed over the cat-blobd daemon for another uid");
+        assert!(err.starts_with(expected.as_bytes()), "{}", escape(&err));
+    }
+    assert!(!edges.exists());
     daemon.signal(rustix::process::Signal::TERM);
     assert!(daemon.wait().success());
     let _ = std::fs::remove_dir_all(&dir);

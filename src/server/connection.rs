@@ -251,7 +251,7 @@ impl Connection {
         let result = catch_unwind(AssertUnwindSafe(|| {
             let input = io::Cursor::new(prefix).chain(CancellableInput::new(self.stream.as_fd(), &self.handle.cancel));
             let io = StreamIo { stdout: self.stream.as_raw_fd(), stderr: -1, passed_fds: Some(Vec::new()) };
-            session::run(input, io, &state.store, state.session_config(Vec::new()))
+            session::run(input, io, &state.store, state.session_config(self.peer.uid, Vec::new()))
         }));
         self.close_plain();
         match result {
@@ -332,7 +332,7 @@ impl Connection {
             stderr: relay_write.as_raw_fd(),
             passed_fds: Some(passed.iter().map(|(n, fd)| (*n, fd.as_raw_fd())).collect()),
         };
-        let config = state.session_config(hello.args);
+        let config = state.session_config(self.peer.uid, hello.args);
         let cancel = &self.handle.cancel;
         let client_stderr = find(2);
         let mut relay = StderrRelay::default();

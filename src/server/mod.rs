@@ -105,8 +105,13 @@ impl State {
     }
 
     /// The settings for one stream, with the client's fast-import flags.
-    fn session_config(&self, args: Vec<Vec<u8>>) -> SessionConfig {
-        SessionConfig { fast_import_args: args, ..self.session.clone() }
+    /// The settings for a stream of `uid` with git flags `args`.
+    fn session_config(&self, uid: u32, args: Vec<Vec<u8>>) -> SessionConfig {
+        SessionConfig {
+            fast_import_args: args,
+            may_name_files: self.access.may_name_files(uid),
+            ..self.session.clone()
+        }
     }
 }
 

@@ -36,11 +36,17 @@ impl Access {
         uid == self.server_uid || self.allowed_uids.contains(&uid)
     }
 
+    /// May a stream of `uid` name files, which the daemon would read or write with its own rights? Only the
+    /// daemon's own uid may; for others the stream's `feature`s and `option git`s that name files fail too.
+    pub fn may_name_files(&self, uid: u32) -> bool {
+        uid == self.server_uid
+    }
+
     /// The first flag in `args` that a peer of another uid may not pass, because it would have the daemon read
     /// or write a file with the daemon's rights: marks files, submodule rewrite files, pack edges, and
     /// `--allow-unsafe-features` (which lets the stream name marks files). Same-uid peers may pass anything.
     pub fn refused_flag<'a>(&self, uid: u32, args: &'a [Vec<u8>]) -> Option<&'a [u8]> {
-        if uid == self.server_uid {
+        if self.may_name_files(uid) {
             return None;
         }
         const FILE_FLAGS: [&[u8]; 7] = [

@@ -104,6 +104,8 @@ pub struct SessionConfig {
     /// A delta-base cache to share with other streams (a server's connections); `None`: one of this stream's
     /// own, of `delta_cache_size` bytes.
     pub shared_cache: Option<SharedCache>,
+    /// See [`Settings::may_name_files`].
+    pub may_name_files: bool,
 }
 
 /// Where a stream's output goes: `progress` to `stdout`, messages to `stderr`, responses to the cat-blob fd
@@ -261,6 +263,7 @@ struct Session<'a> {
 impl<'a> Session<'a> {
     fn new(io: StreamIo, store: &'a Store, cache: SharedCache, pipeline: Pipeline<'a>, config: SessionConfig) -> Self {
         let mut settings = Settings::new(config.relative_marks_dir);
+        settings.may_name_files = config.may_name_files;
         // git scans for this one flag before anything else: it changes how feature lines are read.
         settings.allow_unsafe_features = config
             .fast_import_args

@@ -43,6 +43,9 @@ pub enum OptionError {
     PackEdges { path: Vec<u8>, message: String },
     #[error("unknown option {}", Bytes(.0))]
     UnknownOption(Vec<u8>),
+    /// A daemon's client of another uid asked for something that reads or writes a file with the daemon's rights.
+    #[error("'{}' is not allowed over the cat-blobd daemon for another uid: it would use files with the daemon's rights", Bytes(.0))]
+    FileNotAllowed(Vec<u8>),
     /// A positional argument or `--`: git prints its usage and exits 129.
     #[error("usage: cat-blobd [--git-dir=<dir>] [--cat-blob-fd=<fd>] [git fast-import options…]")]
     Usage,
@@ -83,6 +86,9 @@ pub struct Settings {
     pub warnings: Vec<String>,
     /// Where relative marks paths go when `relative-marks` is on: `<git dir>/info/fast-import`.
     pub relative_marks_dir: PathBuf,
+    /// False for a daemon's client of another uid: nothing may name a file (marks, submodule rewrites, pack
+    /// edges), from the flags or from the stream.
+    pub may_name_files: bool,
 }
 
 impl Settings {
@@ -100,6 +106,7 @@ impl Settings {
             rewrite_to: Vec::new(),
             warnings: Vec::new(),
             relative_marks_dir,
+            may_name_files: true,
         }
     }
 
@@ -161,6 +168,12 @@ impl Settings {
             }
             Ok(())
         };
+        let names_file = ["import-marks=", "import-marks-if-exists=", "export-marks=", "rewrite-submodules-"]
+            .iter()
+            .any(|prefix| feature.starts_with(prefix.as_bytes()));
+        if names_file && !self.may_name_files {
+            return Err(OptionError::FileNotAllowed(feature.to_vec()));
+        }
         if let Some(format) = feature.strip_prefix(b"date-format=") {
             if !matches!(format, b"raw" | b"raw-permissive" | b"rfc2822" | b"now") {
                 return Err(OptionError::DateFormat(format.to_vec()));
@@ -214,6 +227,9 @@ impl Settings {
         } else if let Some(branches) = option.strip_prefix(b"active-branches=") {
             ulong_arg("--active-branches", branches)?;
         } else if let Some(path) = option.strip_prefix(b"export-pack-edges=") {
+            if !self.may_name_files {
+                return Err(OptionError::FileNotAllowed(option.to_vec()));
+            }
             // git opens (creates) the file for appending at once; it stays empty since no pack is written.
             std::fs::OpenOptions::new().append(true).create(true).open(OsStr::from_bytes(path)).map_err(|err| {
                 OptionError::PackEdges { path: path.to_vec(), message: crate::response::writev::strerror(&err) }
@@ -308,6 +324,26 @@ mod tests {
 
     fn argv(args: &[&str]) -> Vec<Vec<u8>> {
         args.iter().map(|a| a.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn a_stream_that_may_not_name_files_cannot_name_any() {
+        let dir = tempfile::tempdir().unwrap();
+        let edges = dir.path().join("edges");
+        let mut s = settings();
+        s.may_name_files = false;
+        s.allow_unsafe_features = true;
+        for feature in ["rewrite-submodules-from=sub:/etc/passwd", "rewrite-submodules-to=sub:m", "export-marks=m"] {
+            let err = s.stream_feature(feature.as_bytes(), false).unwrap_err();
+            assert!(matches!(&err, OptionError::FileNotAllowed(f) if f == feature.as_bytes()), "{err}");
+        }
+        let option = format!("export-pack-edges={}", edges.display());
+        assert!(matches!(s.stream_option(option.as_bytes(), false), Err(OptionError::FileNotAllowed(_))));
+        assert!(!edges.exists(), "refused before the file is created");
+        // Everything else still works.
+        s.stream_feature(b"relative-marks", false).unwrap();
+        s.stream_option(b"depth=10", false).unwrap();
+        assert!(s.rewrite_from.is_empty() && s.export_marks.is_none());
     }
 
     #[test]
