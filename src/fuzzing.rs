@@ -81,6 +81,7 @@ pub fn session(store: &Store, data: &[u8]) -> Exit {
         },
         shared_cache: None,
         may_name_files: true,
+        live: None,
     };
     let outcome = session::run(data, io, store, config);
     assert_eq!(outcome.fatal.is_some(), outcome.exit == Exit::Fatal, "a fatal exit always has its message");

@@ -92,6 +92,7 @@ fn prepare(cli: &cli::Cli, fast_import: Vec<Vec<u8>>, for_daemon: bool) -> anyho
         },
         shared_cache: None,
         may_name_files: true,
+        live: None,
     };
     Ok((store, config))
 }

@@ -21,7 +21,7 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, IOV_MAX, WriteError};
-use crate::session::SessionError;
+use crate::session::{LiveCounters, SessionError};
 use crate::store::cache::SharedCache;
 use crate::store::{Kind, ObjectId, Resolver, Store};
 
@@ -72,6 +72,8 @@ pub struct Output {
     pub bytes: u64,
     /// `<oid> missing` answers written.
     pub missing: u64,
+    /// Also counts the cat-blob fd's bytes here, as they are written.
+    live: Option<Arc<LiveCounters>>,
 }
 
 impl Output {
@@ -79,13 +81,19 @@ impl Output {
         let cat_blob = FdSink::new(cat_blob_fd);
         cat_blob.grow_pipe(PIPE_SIZE);
         let stdout = (stdout_fd != cat_blob_fd).then(|| GatherWriter::new(FdSink::new(stdout_fd)));
-        Output { cat_blob: GatherWriter::new(cat_blob), stdout, bytes: 0, missing: 0 }
+        Output { cat_blob: GatherWriter::new(cat_blob), stdout, bytes: 0, missing: 0, live: None }
+    }
+
+    /// Adds every byte written to the cat-blob fd to `live` too.
+    pub fn count_bytes_into(&mut self, live: Option<Arc<LiveCounters>>) {
+        self.live = live;
     }
 
     /// Points responses at another fd (git applies `--cat-blob-fd` after the leading feature lines, before any
     /// response exists).
     pub fn set_cat_blob_fd(&mut self, cat_blob_fd: RawFd, stdout_fd: RawFd) {
-        *self = Output { bytes: self.bytes, missing: self.missing, ..Output::new(cat_blob_fd, stdout_fd) };
+        let live = self.live.take();
+        *self = Output { bytes: self.bytes, missing: self.missing, live, ..Output::new(cat_blob_fd, stdout_fd) };
     }
 
     fn writer(&mut self, target: Target) -> &mut GatherWriter<FdSink> {
@@ -108,9 +116,13 @@ impl Output {
             }
             self.writer(target).write_all(&mut slices)?;
             if target == Target::CatBlob {
+                let before = self.bytes;
                 for (response, _) in &responses[start..end] {
                     self.bytes += response.len() as u64;
                     self.missing += u64::from(response.is_missing());
+                }
+                if let Some(live) = &self.live {
+                    live.bytes.fetch_add(self.bytes - before, std::sync::atomic::Ordering::Relaxed);
                 }
             }
             start = end;

@@ -842,3 +842,31 @@ fn server_json_log_has_one_object_per_connection() {
     }
     assert!(lines.iter().any(|l| l["event"] == "signal" && l["signal"] == "SIGINT"), "{log}");
 }
+
+/// `stats` counts the requests and bytes of streams still open, as they are answered.
+#[test]
+fn server_stats_counts_open_streams_as_they_go() {
+    let fixture = Fixture::Basic;
+    let daemon = Daemon::start(&fixture.git_dir(), &[]);
+    let ids: Vec<String> = cached_blobs(fixture).iter().take(3).map(|blob| blob.to_string()).collect();
+    let stream: String = ids.iter().map(|id| format!("cat-blob {id}\n")).collect();
+    let expected = direct(fixture, stream.as_bytes(), false, &[]).stdout;
+
+    let conn = UnixStream::connect(&daemon.socket).unwrap();
+    conn.set_read_timeout(Some(WAIT)).unwrap();
+    (&conn).write_all(stream.as_bytes()).unwrap();
+    let mut got = vec![0u8; expected.len()];
+    (&conn).read_exact(&mut got).unwrap();
+    assert_bytes_eq("responses", &expected, &got);
+    // The stream is still open (no end of input yet): its work shows already.
+    assert_eq!(daemon.stat("connections_open"), 2, "this stream and the stats query itself");
+    assert_eq!(daemon.stat("requests"), 3);
+    assert_eq!(daemon.stat("bytes"), expected.len() as u64);
+    assert_eq!(daemon.stat("streams_ok"), 0);
+
+    conn.shutdown(Shutdown::Write).unwrap();
+    assert_eq!((&conn).read(&mut [0u8; 16]).unwrap(), 0);
+    daemon.wait_for_stat("streams_ok", 1);
+    assert_eq!(daemon.stat("requests"), 3, "counted once, not again at the end");
+    assert_eq!(daemon.stat("bytes"), expected.len() as u64);
+}

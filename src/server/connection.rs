@@ -161,8 +161,6 @@ impl Connection {
             (_, Some(_)) => add(&counters.streams_failed, 1),
             (_, None) => {}
         }
-        add(&counters.requests, record.requests);
-        add(&counters.bytes, record.bytes);
         let mut fields = vec![
             ("conn", Value::U64(self.id)),
             ("kind", Value::Str(record.kind)),

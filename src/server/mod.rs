@@ -104,12 +104,12 @@ impl State {
         self.registry().len()
     }
 
-    /// The settings for one stream, with the client's fast-import flags.
-    /// The settings for a stream of `uid` with git flags `args`.
+    /// The settings for one stream of a client of `uid`, with the client's fast-import flags.
     fn session_config(&self, uid: u32, args: Vec<Vec<u8>>) -> SessionConfig {
         SessionConfig {
             fast_import_args: args,
             may_name_files: self.access.may_name_files(uid),
+            live: Some(Arc::clone(&self.counters.work)),
             ..self.session.clone()
         }
     }

@@ -1,8 +1,11 @@
-//! Live counters for `cat-blobd stats`: connections now and in all, and the work of the streams that have ended,
-//! plus the shared delta-base cache and the packs mapped, read at the moment of asking.
+//! Live counters for `cat-blobd stats`: connections now and in all, streams ended, the requests and bytes of every
+//! stream as they happen, plus the shared delta-base cache and the packs mapped, read at the moment of asking.
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+use crate::session::LiveCounters;
 
 use crate::store::Store;
 use crate::store::cache::SharedCache;
@@ -19,10 +22,9 @@ pub struct Counters {
     pub streams_ok: AtomicU64,
     /// Streams that ended otherwise (fatal, usage, marks not written, broken pipe, cut).
     pub streams_failed: AtomicU64,
-    /// Requests (`cat-blob`, `get-mark`, `ls`) of streams that have ended.
-    pub requests: AtomicU64,
-    /// Bytes written to cat-blob fds by streams that have ended.
-    pub bytes: AtomicU64,
+    /// Requests (`cat-blob`, `get-mark`, `ls`) answered and bytes written to cat-blob fds, by every stream,
+    /// open ones included, counted as they happen.
+    pub work: Arc<LiveCounters>,
 }
 
 /// Adds to a counter.
@@ -45,8 +47,8 @@ impl Counters {
         line("connections_refused", &get(&self.refused));
         line("streams_ok", &get(&self.streams_ok));
         line("streams_failed", &get(&self.streams_failed));
-        line("requests", &get(&self.requests));
-        line("bytes", &get(&self.bytes));
+        line("requests", &get(&self.work.requests));
+        line("bytes", &get(&self.work.bytes));
         line("delta_cache_hits", &hits);
         line("delta_cache_misses", &misses);
         line("delta_cache_hit_ratio", &format_args!("{ratio:.4}"));

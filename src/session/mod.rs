@@ -9,6 +9,8 @@ use std::collections::HashMap;
 use std::io::{IoSlice, Read};
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::fatal::{Bytes, fatal_line};
@@ -106,6 +108,15 @@ pub struct SessionConfig {
     pub shared_cache: Option<SharedCache>,
     /// See [`Settings::may_name_files`].
     pub may_name_files: bool,
+    /// Counters to add this stream's requests and bytes to as they happen (a server's, for `stats`).
+    pub live: Option<Arc<LiveCounters>>,
+}
+
+/// Requests and cat-blob bytes, counted as they happen, for a server's `stats` while its streams run.
+#[derive(Debug, Default)]
+pub struct LiveCounters {
+    pub requests: AtomicU64,
+    pub bytes: AtomicU64,
 }
 
 /// Where a stream's output goes: `progress` to `stdout`, messages to `stderr`, responses to the cat-blob fd
@@ -200,7 +211,8 @@ pub fn run<R: Read>(input: R, io: StreamIo, store: &Store, config: SessionConfig
     let cache = config.shared_cache.clone().unwrap_or_else(|| SharedCache::new(config.delta_cache_size));
     let pipeline_config = config.pipeline;
     std::thread::scope(|scope| {
-        let output = Output::new(io.stdout, io.stdout);
+        let mut output = Output::new(io.stdout, io.stdout);
+        output.count_bytes_into(config.live.clone());
         let (mut fatal, mut broken_pipe) = (None, false);
         let pipeline = Pipeline::new(scope, store, cache.clone(), output, pipeline_config);
         let mut session = Session::new(io, store, cache, pipeline, config);
@@ -258,6 +270,7 @@ struct Session<'a> {
     /// An `error:` was printed (the marks file could not be written): exit 1 at the end.
     failure: bool,
     stats: Stats,
+    live: Option<Arc<LiveCounters>>,
 }
 
 impl<'a> Session<'a> {
@@ -285,6 +298,7 @@ impl<'a> Session<'a> {
             ls: config.ls,
             failure: false,
             stats: Stats::default(),
+            live: config.live,
         }
     }
 
@@ -305,14 +319,14 @@ impl<'a> Session<'a> {
                     self.cat_blob(dataref, interactive)?;
                 }
                 Command::GetMark(mark) => {
-                    self.stats.requests += 1;
+                    self.count_request();
                     let id = self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?;
                     let mut line = id.to_hex().to_string().into_bytes();
                     line.push(b'\n');
                     self.respond(Response::Line(line), Target::CatBlob)?;
                 }
                 Command::Ls(arg) => {
-                    self.stats.requests += 1;
+                    self.count_request();
                     let (line, arg) = (line.to_vec(), arg.to_vec());
                     let ls_options = self.ls;
                     let response = ls::ls(&line, &arg, &mut self.objects(), &ls_options)?;
@@ -489,6 +503,13 @@ impl<'a> Session<'a> {
         Ok(id)
     }
 
+    fn count_request(&mut self) {
+        self.stats.requests += 1;
+        if let Some(live) = &self.live {
+            live.requests.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// `cat-blob <dataref>` (git's `parse_cat_blob` + `cat_blob`): a blob the stream defined is answered here,
     /// anything else by the pipeline.
     fn cat_blob(&mut self, dataref: Dataref, interactive: bool) -> Result<(), SessionError> {
@@ -496,7 +517,7 @@ impl<'a> Session<'a> {
             Dataref::Oid(oid) => oid,
             Dataref::Mark(mark) => self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?,
         };
-        self.stats.requests += 1;
+        self.count_request();
         if let Some(data) = self.blobs.get(&oid)? {
             return self.respond(Response::blob(&oid, data), Target::CatBlob);
         }
