@@ -5,6 +5,7 @@
 #   fresh    a fresh `cat-blobd --cat-blob-fd=3` per stream
 #   plain    the same daemon, one plain socket connection per stream from one long-lived client (python3), as a
 #            service that keeps running would use it: no process is started per stream
+#   floor    `/bin/true` per stream: what starting any process costs here, the floor under the first three
 # and prints, for each, the total time and p50/p99 per stream (for the first three a stream's time includes
 # starting its process, as a frontend pays it), then the ratios. Each way is checked to give the same bytes as
 # git on the first streams.
@@ -12,8 +13,8 @@
 #   benches/daemon.sh [GIT_DIR] [STREAMS] [REQUESTS]
 #
 # GIT_DIR defaults to the `basic` test fixture (built by `cargo test`, or here with fixtures/make-fixtures.sh).
-# CAT_BLOBD=path picks the binary (default: a release build of this checkout). Timing uses bash's
-# $EPOCHREALTIME, so the loop itself starts no process besides the one measured.
+# CAT_BLOBD=path picks the binary (default: a release build of this checkout). One python3 process starts every
+# measured process with posix_spawn (vfork + exec: no copy of a shell per stream) and times it to its exit.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -99,16 +100,28 @@ for s in 0 1 2; do
     cmp -s "$work/expected" "$work/plain.$s" || { echo "plain: stream $s differs from git" >&2; exit 1; }
 done
 
-# One way: every stream in turn (after a warm-up of 20), one time per line in microseconds.
+# One way: every stream in turn (after a warm-up of 20), one time per line in microseconds. The stream is the
+# process's stdin; stdout and fd 3 go to /dev/null.
 measure() {
-    local way=$1 s t0 t1
-    for s in $(seq 0 19); do "run_$way" <"$work/streams/$s" 3>/dev/null >/dev/null; done
-    for ((s = 0; s < streams; s++)); do
-        t0=${EPOCHREALTIME/./}
-        "run_$way" <"$work/streams/$s" 3>/dev/null >/dev/null
-        t1=${EPOCHREALTIME/./}
-        echo $((t1 - t0))
-    done >"$work/times.$way"
+    local way=$1
+    shift
+    python3 - "$work" "$streams" "$@" >"$work/times.$way" <<'PY'
+import os, sys, time
+work, streams, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+null = os.open("/dev/null", os.O_WRONLY)
+times = []
+for s in list(range(20)) + list(range(streams)):
+    stream = os.open(f"{work}/streams/{s}", os.O_RDONLY)
+    actions = [(os.POSIX_SPAWN_DUP2, stream, 0), (os.POSIX_SPAWN_DUP2, null, 1), (os.POSIX_SPAWN_DUP2, null, 3)]
+    t0 = time.perf_counter_ns()
+    pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=actions)
+    _, status = os.waitpid(pid, 0)
+    times.append((time.perf_counter_ns() - t0) // 1000)
+    os.close(stream)
+    if status != 0:
+        sys.exit(f"{argv}: stream {s} exited with status {status}")
+print("\n".join(map(str, times[20:])))
+PY
 }
 
 measure_plain() {
@@ -142,18 +155,23 @@ summary() { # way -> "total_ms p50_ms p99_ms"
 
 echo "repository: $git_dir ($(wc -l <"$work/blobs") blobs); $streams streams of $requests cat-blob requests"
 echo "binary: $CAT_BLOBD; $(git --version); $(nproc) cores"
-for way in daemon git fresh; do measure "$way"; done
+git=$(type -P git)
+measure daemon "$CAT_BLOBD" connect --socket "$work/socket" --quiet --cat-blob-fd=3
+GIT_DIR=$work/oracle.git measure git "$git" fast-import --quiet --cat-blob-fd=3
+measure fresh "$CAT_BLOBD" --git-dir "$git_dir" --quiet --cat-blob-fd=3
+measure floor "$(type -P true)"
 measure_plain
 printf '%-8s %12s %10s %10s\n' way total_ms p50_ms p99_ms
-for way in daemon git fresh plain; do
+for way in daemon git fresh plain floor; do
     read -r total p50 p99 < <(summary "$way")
     printf '%-8s %12s %10s %10s\n' "$way" "$total" "$p50" "$p99"
     eval "total_$way=$total p50_$way=$p50"
 done
-awk -v d="$total_daemon" -v g="$total_git" -v f="$total_fresh" -v p="$total_plain" \
-    -v dp="$p50_daemon" -v gp="$p50_git" -v fp="$p50_fresh" -v pp="$p50_plain" \
+awk -v d="$total_daemon" -v g="$total_git" -v f="$total_fresh" -v p="$total_plain" -v n="$total_floor" \
+    -v dp="$p50_daemon" -v gp="$p50_git" -v fp="$p50_fresh" -v pp="$p50_plain" -v np="$p50_floor" \
     'BEGIN {
         printf "git fast-import per stream / daemon via connect: %.1fx total, %.1fx p50\n", g / d, gp / dp
         printf "fresh cat-blobd per stream / daemon via connect: %.1fx total, %.1fx p50\n", f / d, fp / dp
         printf "git fast-import per stream / daemon via plain:   %.1fx total, %.1fx p50\n", g / p, gp / pp
+        printf "git fast-import per stream / /bin/true per stream (the ceiling for any process per stream): %.1fx total, %.1fx p50\n", g / n, gp / np
     }'
