@@ -23,9 +23,10 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/cat-blobd-soak.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 git --git-dir "$REPO" cat-file --batch-all-objects --batch-check='%(objectname) %(objecttype) %(objectsize)' |
-    awk '$2 == "blob" && $3 <= 16384 { print $1 }' | head -n 20000 >"$WORK/blobs"
+    awk '$2 == "blob" && $3 <= 16384 && n < 20000 { print $1; n++ }' >"$WORK/blobs"
 HEAD=$(git --git-dir "$REPO" rev-parse HEAD)
-git --git-dir "$REPO" ls-tree -r --name-only HEAD | head -n 200 >"$WORK/paths"
+# awk, not head: head would stop reading early and git would die of SIGPIPE (fatal under pipefail).
+git --git-dir "$REPO" ls-tree -r --name-only HEAD | awk 'NR <= 200' >"$WORK/paths"
 [ -s "$WORK/blobs" ] || { echo "soak.sh: no blobs in $REPO" >&2; exit 1; }
 
 mkfifo "$WORK/in"
