@@ -1,4 +1,4 @@
-//! The delta-base cache: undeltified bases and intermediate results of delta chains, keyed by where they live
+//! The delta-base cache: chain roots and served objects that deltas still wait for, keyed by where they live
 //! in a pack, capped in bytes (like git's `core.deltaBaseCacheLimit`).
 //!
 //! gix-pack's own cache only keeps the final object a call returned, so chain roots were inflated again for
@@ -15,7 +15,7 @@ use super::{Data, Kind};
 pub type Key = (u32, u64);
 
 /// Two LRU lists under one byte cap: `wanted` holds bases that deltas of their pack still wait for, `other`
-/// everything else (chain roots and intermediates as git keeps them, and bases whose deltas were all served).
+/// everything else (chain roots before the pack knows its bases, and bases whose deltas were all served).
 /// Eviction takes from `other` first, so a pass that walks old chains cannot push out the bases that deltas
 /// further on in the stream will need; when nothing is known to be wanted, it is plain LRU, as git's.
 pub struct DeltaCache {

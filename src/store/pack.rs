@@ -94,7 +94,7 @@ impl Pack {
     /// Is the entry at `offset` the base of deltas of this pack that have not been built from it yet? That is
     /// what makes an object worth keeping in the delta-base cache after it was served: a base is asked for
     /// before the deltas built on it, often thousands of requests earlier. Until the scan is done, nothing
-    /// counts (only chain roots and intermediates are kept, as git does).
+    /// counts (only chain roots are kept).
     pub fn is_delta_base(&self, offset: u64) -> bool {
         self.pending_deltas(offset).is_some_and(|pending| pending.load(Ordering::Relaxed) > 0)
     }
@@ -104,7 +104,7 @@ impl Pack {
     pub fn delta_built_from(&self, offset: u64) -> bool {
         let Some(pending) = self.pending_deltas(offset) else { return false };
         // Only the last pending delta lets the base go: once the count is spent, later reads of the same
-        // objects fall back to git's policy (roots and intermediates of each walk are kept).
+        // objects fall back to keeping the roots of each walk.
         let before = pending.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
         before == Ok(1)
     }

@@ -1,6 +1,7 @@
 //! Turning a pack entry into an object: walk the delta chain down to its base (iteratively, so any depth is
-//! safe for the stack), then apply the deltas back up, keeping the base and every intermediate result in the
-//! delta-base cache for the chains that start from them next.
+//! safe for the stack), then apply the deltas back up, keeping the chain's root in the delta-base cache for the
+//! chains that start from it next, and the object asked for if deltas still wait for it. Intermediates are not
+//! kept (git keeps them): rebuilding one costs a few copies, and keeping them all pushes out the roots.
 use std::sync::Arc;
 
 use gix_pack::data::entry::Header;
@@ -99,7 +100,7 @@ impl Store {
             resolver.cache.put((pack.id, offset), kind, Arc::clone(&data), wanted);
         }
 
-        // Up: apply each delta to the result so far; keep intermediates, return the last.
+        // Up: apply each delta to the result so far; return the last.
         let (mut base_pack, mut base_offset) = (pack, offset);
         while let Some(link) = chain.pop() {
             let at_link = |d: Damage| damaged(&link.pack, link.offset, d);
@@ -115,8 +116,12 @@ impl Store {
             if base_pack.delta_built_from(base_offset) {
                 resolver.cache.remove((base_pack.id, base_offset));
             }
+            // Keep the object asked for if deltas still wait for it, but not the intermediates of the walk: git
+            // keeps them, and in random order they push the roots out of the cache for nothing (a root costs a
+            // whole inflate, an intermediate a few copies). 100,000 random ids: 5.1 s instead of 6.8 s, pack and
+            // history order unchanged (median of 3, alternating).
             let wanted = link.pack.is_delta_base(link.offset);
-            if !chain.is_empty() || wanted {
+            if chain.is_empty() && wanted {
                 resolver.cache.put((link.pack.id, link.offset), kind, Arc::clone(&data), wanted);
             }
             (base_pack, base_offset) = (Arc::clone(&link.pack), link.offset);
