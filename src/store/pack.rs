@@ -99,8 +99,8 @@ impl Pack {
         self.pending_deltas(offset).is_some_and(|pending| pending.load(Ordering::Relaxed) > 0)
     }
 
-    /// Notes that a delta was built from the base at `offset`; true when no delta of this pack waits for it
-    /// any more, so the cache can let it go.
+    /// Notes that a delta built on the base at `offset` was served; true when no delta of this pack waits for
+    /// it any more, so the cache can let it go.
     pub fn delta_built_from(&self, offset: u64) -> bool {
         let Some(pending) = self.pending_deltas(offset) else { return false };
         // Only the last pending delta lets the base go: once the count is spent, later reads of the same

@@ -112,8 +112,11 @@ impl Store {
             charge(delta::result_size(&delta).map_err(|d| at_link(d.into()))?).map_err(at_link)?;
             let result = delta::apply(&data, &delta, limit).map_err(|d| damaged(&link.pack, link.offset, d.into()))?;
             data = Data::new(result);
-            // Once every delta of the pack built on a base has been served, the base has done its job.
-            if base_pack.delta_built_from(base_offset) {
+            // Once every delta of the pack built on a base has been served, the base has done its job. Only the
+            // object asked for counts as served: walking through a delta to reach another one above it does not
+            // serve it, and in random order such walks would spend a root's count long before its deltas are
+            // asked for, and drop it from the cache.
+            if chain.is_empty() && base_pack.delta_built_from(base_offset) {
                 resolver.cache.remove((base_pack.id, base_offset));
             }
             // Keep the object asked for if deltas still wait for it, but not the intermediates of the walk: git
