@@ -29,7 +29,7 @@ pub struct Cli {
     #[arg(long, value_name = "DIR")]
     pub git_dir: Option<PathBuf>,
 
-    /// Bytes of undeltified and intermediate delta bases to keep (like core.deltaBaseCacheLimit).
+    /// Bytes of delta bases to keep (like core.deltaBaseCacheLimit), plus a quarter of that for inflated deltas.
     #[arg(long, value_name = "BYTES", default_value = "96m", value_parser = parse_size)]
     pub delta_cache_size: u64,
 

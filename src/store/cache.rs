@@ -84,21 +84,44 @@ impl DeltaCache {
 
 /// One cache shared by several resolver threads: a chain root inflated by one thread serves the others.
 /// Each operation holds the lock only to look up or insert an `Arc`.
+///
+/// Beside it, a smaller cache of inflated delta entries (a quarter of the byte cap, on top of it): a walk from
+/// a cached root re-applies the deltas above it, and inflating a delta of a few hundred bytes is mostly
+/// building Huffman tables. In random order that was a fifth of the time.
 #[derive(Clone)]
 pub struct SharedCache {
     cache: Arc<Mutex<DeltaCache>>,
+    deltas: Arc<Mutex<DeltaCache>>,
     /// Bytes inflated by every resolver using this cache (objects and deltas): what the cache did not save.
     inflated: Arc<AtomicU64>,
 }
 
 impl SharedCache {
     pub fn new(capacity: usize) -> Self {
-        SharedCache { cache: Arc::new(Mutex::new(DeltaCache::new(capacity))), inflated: Arc::default() }
+        SharedCache {
+            cache: Arc::new(Mutex::new(DeltaCache::new(capacity))),
+            deltas: Arc::new(Mutex::new(DeltaCache::new(capacity / 4))),
+            inflated: Arc::default(),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, DeltaCache> {
         // A panic elsewhere cannot leave the cache inconsistent: every operation completes under the lock.
         self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn lock_deltas(&self) -> MutexGuard<'_, DeltaCache> {
+        self.deltas.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The inflated delta entry at `key`, if kept.
+    pub fn get_delta(&self, key: Key) -> Option<Data> {
+        self.lock_deltas().get(key).map(|(_, delta)| delta)
+    }
+
+    /// Keeps an inflated delta entry.
+    pub fn put_delta(&self, key: Key, delta: Data) {
+        self.lock_deltas().put(key, Kind::Blob, delta, false)
     }
 
     pub fn count_inflated(&self, bytes: usize) {
@@ -109,9 +132,9 @@ impl SharedCache {
         self.inflated.load(Ordering::Relaxed)
     }
 
-    /// Bytes held now.
+    /// Bytes held now (objects and inflated deltas).
     pub fn bytes(&self) -> usize {
-        self.lock().bytes()
+        self.lock().bytes() + self.lock_deltas().bytes()
     }
 
     pub fn get(&self, key: Key) -> Option<(Kind, Data)> {
@@ -172,5 +195,18 @@ mod tests {
         cache.put((0, 5), Kind::Blob, Arc::new(vec![0; 4]), true);
         assert!(cache.get((0, 3)).is_none() && cache.get((0, 1)).is_none(), "others first, then the oldest wanted");
         assert_eq!(cache.bytes(), 8);
+    }
+
+    #[test]
+    fn inflated_deltas_have_their_own_quarter() {
+        let cache = SharedCache::new(40);
+        cache.put((0, 1), Kind::Blob, Arc::new(vec![0; 30]), false);
+        cache.put_delta((0, 2), Arc::new(vec![1; 8]));
+        assert_eq!(cache.get_delta((0, 2)).as_deref(), Some(&vec![1; 8]));
+        assert!(cache.get((0, 1)).is_some(), "a delta does not evict objects");
+        assert_eq!(cache.bytes(), 38);
+        cache.put_delta((0, 3), Arc::new(vec![2; 8]));
+        assert!(cache.get_delta((0, 2)).is_none(), "deltas are capped at a quarter (10 bytes)");
+        assert!(cache.get_delta((0, 3)).is_some());
     }
 }

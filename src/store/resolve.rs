@@ -105,9 +105,17 @@ impl Store {
         while let Some(link) = chain.pop() {
             let at_link = |d: Damage| damaged(&link.pack, link.offset, d);
             charge(link.entry.decompressed_size).map_err(at_link)?;
-            let delta = link.pack.inflate(&link.entry, &mut resolver.inflater, limit);
-            let delta = delta.map_err(at_link)?;
-            resolver.cache.count_inflated(delta.len());
+            let key = (link.pack.id, link.offset);
+            let delta = match resolver.cache.get_delta(key) {
+                Some(delta) => delta,
+                None => {
+                    let delta = link.pack.inflate(&link.entry, &mut resolver.inflater, limit).map_err(at_link)?;
+                    resolver.cache.count_inflated(delta.len());
+                    let delta = Data::new(delta);
+                    resolver.cache.put_delta(key, Arc::clone(&delta));
+                    delta
+                }
+            };
             // Counted before the result is allocated.
             charge(delta::result_size(&delta).map_err(|d| at_link(d.into()))?).map_err(at_link)?;
             let result = delta::apply(&data, &delta, limit).map_err(|d| damaged(&link.pack, link.offset, d.into()))?;
