@@ -200,11 +200,18 @@ struct Threads<'scope> {
 /// Starts [`Threads`] on first need.
 type StartThreads<'scope> = Box<dyn FnOnce(&Arc<Shared>) -> Threads<'scope> + 'scope>;
 
+/// Where the pipeline's threads are in their life.
+enum Workers<'scope> {
+    NotStarted(StartThreads<'scope>),
+    Running(Threads<'scope>),
+    /// Joined (or never started) at the end of the stream.
+    Closed,
+}
+
 /// The session's handle on the pipeline.
 pub struct Pipeline<'scope> {
     shared: Arc<Shared>,
-    threads: Option<Threads<'scope>>,
-    start_threads: Option<StartThreads<'scope>>,
+    workers: Workers<'scope>,
     /// `cat-blob` requests still to answer on the session's thread before the threads start.
     inline_left: usize,
     next_seq: u64,
@@ -237,8 +244,7 @@ impl<'scope> Pipeline<'scope> {
         });
         Pipeline {
             shared,
-            threads: None,
-            start_threads: Some(start_threads),
+            workers: Workers::NotStarted(start_threads),
             inline_left: config.inline_requests,
             next_seq: 0,
             store,
@@ -247,11 +253,18 @@ impl<'scope> Pipeline<'scope> {
     }
 
     fn threads(&mut self) -> &Threads<'scope> {
-        if self.threads.is_none() {
-            let start = self.start_threads.take().expect("the threads start once, before finish");
-            self.threads = Some(start(&self.shared));
+        self.workers = match std::mem::replace(&mut self.workers, Workers::Closed) {
+            Workers::NotStarted(start) => Workers::Running(start(&self.shared)),
+            workers => workers,
+        };
+        match &self.workers {
+            Workers::Running(threads) => threads,
+            _ => panic!("no request is sent after the pipeline closed"),
         }
-        self.threads.as_ref().expect("just started")
+    }
+
+    fn threads_running(&self) -> bool {
+        matches!(self.workers, Workers::Running(_))
     }
 
     /// See [`Output::set_cat_blob_fd`]; only valid while nothing is in flight.
@@ -268,7 +281,7 @@ impl<'scope> Pipeline<'scope> {
     /// Answers `cat-blob` for an object of the repository. With `interactive` (no further command is waiting
     /// in the input), or early in the stream, and nothing in flight, it is resolved and written right here.
     pub fn cat_blob(&mut self, oid: ObjectId, interactive: bool, resolver: &mut Resolver) -> Result<(), SessionError> {
-        let early = self.threads.is_none() && self.inline_left > 0;
+        let early = !self.threads_running() && self.inline_left > 0;
         if (interactive || early) && self.idle() {
             self.inline_left = self.inline_left.saturating_sub(1);
             let response = resolve(self.store, resolver, oid)?;
@@ -370,8 +383,11 @@ impl<'scope> Pipeline<'scope> {
     /// Closes the queues and joins the writer (if the threads ever started); returns the first failure in
     /// request order.
     fn close(&mut self) -> Option<SessionError> {
-        self.start_threads = None;
-        let Threads { jobs, finished, writer } = self.threads.take()?;
+        let Workers::Running(Threads { jobs, finished, writer }) =
+            std::mem::replace(&mut self.workers, Workers::Closed)
+        else {
+            return None;
+        };
         drop((jobs, finished));
         writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
@@ -506,7 +522,7 @@ mod tests {
                 let oid = ObjectId::from_hex(format!("{n:040x}").as_bytes()).unwrap();
                 pipeline.cat_blob(oid, false, &mut resolver).unwrap();
             }
-            let started = pipeline.threads.is_some();
+            let started = pipeline.threads_running();
             let (result, stats) = pipeline.finish(None);
             result.unwrap();
             assert_eq!(stats.missing, requests as u64);
