@@ -152,6 +152,20 @@ impl Drop for Daemon {
 // ---------------------------------------------------------------------------------------------------------------
 // Clients
 
+/// `cat-blobd connect --socket SOCKET EXTRA…` with a piped stdin, for tests that drive the frontend's side by hand.
+fn spawn_connect(socket: &Path, extra: &[&str], stdout: Stdio, stderr: Stdio) -> Child {
+    Command::new(CAT_BLOBD)
+        .arg("connect")
+        .args(extra)
+        .arg("--socket")
+        .arg(socket)
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn cat-blobd connect")
+}
+
 /// A plain client: writes `stream` on the socket (from its own thread), half-closes, reads everything to EOF.
 fn plain(socket: &Path, stream: Vec<u8>) -> Vec<u8> {
     let conn = UnixStream::connect(socket).expect("connect to the daemon");
@@ -421,14 +435,7 @@ fn server_clients_killed_mid_response_free_their_connection() {
 
     // connect: one reply read, then the `connect` process is killed while its stdin is still open; then the
     // frontend (this test) closes the pipes too.
-    let mut child = Command::new(CAT_BLOBD)
-        .args(["connect", "--socket"])
-        .arg(&daemon.socket)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_connect(&daemon.socket, &[], Stdio::piped(), Stdio::null());
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     let small = rev_parse(fixture, "HEAD:README.md");
@@ -678,14 +685,7 @@ fn server_sigterm_lets_open_streams_finish_then_exits_0() {
     conn.set_read_timeout(Some(WAIT)).unwrap();
     (&conn).write_all(&stream[..half]).unwrap();
 
-    let mut child = Command::new(CAT_BLOBD)
-        .args(["connect", "--quiet", "--socket"])
-        .arg(&daemon.socket)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_connect(&daemon.socket, &["--quiet"], Stdio::piped(), Stdio::piped());
     let mut stdin = child.stdin.take().unwrap();
     let stdout = read_all(child.stdout.take().unwrap());
     let stderr = read_all(child.stderr.take().unwrap());
@@ -730,14 +730,7 @@ fn server_grace_period_cuts_streams_that_do_not_end() {
     (&conn).read_exact(&mut reply).unwrap();
     assert_bytes_eq("before the cut", &expected, &reply);
 
-    let mut child = Command::new(CAT_BLOBD)
-        .args(["connect", "--socket"])
-        .arg(&daemon.socket)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_connect(&daemon.socket, &[], Stdio::null(), Stdio::piped());
     let stdin = child.stdin.take().unwrap();
     let stderr = read_all(child.stderr.take().unwrap());
     daemon.wait_for_stat("connections_open", 3);
@@ -764,14 +757,7 @@ fn server_grace_period_cuts_streams_that_do_not_end() {
 fn server_shutdown_abandons_a_stream_stuck_on_a_full_pipe() {
     let fixture = Fixture::Basic;
     let mut daemon = Daemon::start(&fixture.git_dir(), &["--grace", "0.1"]);
-    let mut child = Command::new(CAT_BLOBD)
-        .args(["connect", "--socket"])
-        .arg(&daemon.socket)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_connect(&daemon.socket, &[], Stdio::piped(), Stdio::piped());
     let feeder = crate::util::feed_stdin(&mut child, format!("cat-blob {}\n", five_mib()).repeat(40).into_bytes());
     let _unread_stdout = child.stdout.take().unwrap();
     let stderr = read_all(child.stderr.take().unwrap());
