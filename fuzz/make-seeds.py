@@ -11,6 +11,8 @@ import hashlib, os, struct, sys, zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "repo")
+sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+from packfile import parse_entry, read_idx  # noqa: E402
 
 
 def put(target, data):
@@ -20,39 +22,15 @@ def put(target, data):
         f.write(data)
 
 
-def read_idx(path):
+def read_idx_offsets(path):
     """(id bytes, offset) of a version-2 index, in id order."""
-    b = open(path, "rb").read()
-    n = struct.unpack(">I", b[8 + 255 * 4:8 + 256 * 4])[0]
-    ids = [b[1032 + 20 * i:1032 + 20 * (i + 1)] for i in range(n)]
-    off = 1032 + 24 * n
-    offs = [struct.unpack(">I", b[off + 4 * i:off + 4 * i + 4])[0] for i in range(n)]
-    return list(zip(ids, offs))
+    return [(oid, offset) for oid, offset, _ in read_idx(open(path, "rb").read())]
 
 
 def entry(pack, at):
     """(type, size, data offset, OFS_DELTA base offset or REF_DELTA base id)"""
-    c = pack[at]
-    typ, size, shift, i = (c >> 4) & 7, c & 15, 4, at + 1
-    while c & 0x80:
-        c = pack[i]
-        size |= (c & 0x7F) << shift
-        shift += 7
-        i += 1
-    base = None
-    if typ == 6:
-        c = pack[i]
-        i += 1
-        dist = c & 0x7F
-        while c & 0x80:
-            c = pack[i]
-            i += 1
-            dist = ((dist + 1) << 7) | (c & 0x7F)
-        base = at - dist
-    elif typ == 7:
-        base = pack[i:i + 20]
-        i += 20
-    return typ, size, i, base
+    typ, size, _, data, base = parse_entry(pack, at)
+    return typ, size, data, base
 
 
 def inflate(pack, at):
@@ -61,7 +39,7 @@ def inflate(pack, at):
 
 def pack_seed(pack_path):
     pack = open(pack_path, "rb").read()
-    entries = read_idx(pack_path[:-5] + ".idx")[:255]
+    entries = read_idx_offsets(pack_path[:-5] + ".idx")[:255]
     offsets = [o for _, o in entries]
     return bytes([len(offsets)]) + b"".join(struct.pack("<I", o << 1) for o in offsets) + pack
 
@@ -81,7 +59,7 @@ def delta_seeds(pack_path):
         return raw
 
     seeds = []
-    for _, at in sorted(read_idx(pack_path[:-5] + ".idx"), key=lambda e: e[1]):
+    for _, at in sorted(read_idx_offsets(pack_path[:-5] + ".idx"), key=lambda e: e[1]):
         typ, size, data, base = entry(pack, at)
         if typ == 6:
             b = content(base)
@@ -156,7 +134,7 @@ def main():
     # idx: the repository's own index, and a version-1 index of the same pack.
     idx = open(repo_pack[:-5] + ".idx", "rb").read()
     put("idx", idx)
-    entries = read_idx(repo_pack[:-5] + ".idx")
+    entries = read_idx_offsets(repo_pack[:-5] + ".idx")
     v1 = b"".join(struct.pack(">I", sum(1 for i, _ in entries if i[0] <= b)) for b in range(256))
     v1 += b"".join(struct.pack(">I", o) + i for i, o in entries) + idx[-40:]
     put("idx", v1)

@@ -25,6 +25,8 @@ use crate::util::{
 };
 
 const DAMAGE_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/damage.sh");
+/// The pack-format helpers damage.sh imports: part of the cache key too.
+const PACKFILE_MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/packfile.py");
 const MISSING_ONE: &str = "0000000000000000000000000000000000000001";
 /// `five-mib.bin` and `one-mib.bin` of `basic`: whole (undeltified) blobs in its pack.
 const FIVE_MIB: &str = "321d9e5a3df77a4d7f085b28f8a505190822c4a9";
@@ -64,7 +66,8 @@ impl Damaged {
 fn damaged_copies() -> &'static [Damaged] {
     static COPIES: OnceLock<Vec<Damaged>> = OnceLock::new();
     COPIES.get_or_init(|| {
-        let script = fs::read(DAMAGE_SCRIPT).expect("read fixtures/damage.sh");
+        let mut script = fs::read(DAMAGE_SCRIPT).expect("read fixtures/damage.sh");
+        script.extend(fs::read(PACKFILE_MODULE).expect("read fixtures/packfile.py"));
         let source = Fixture::Basic.dir();
         let key = fnv1a(&[&script[..], source.as_os_str().as_encoded_bytes()].concat());
         let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
