@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use cat_blobd::request::{Context, parse_command};
+use cat_blobd::fast_import::command::{Context, parse_command};
 use cat_blobd::response::encode::Response;
 use cat_blobd::response::writev::{FdSink, GatherWriter};
 use cat_blobd::store::{ObjectId, Resolver, Store, StoreOptions};

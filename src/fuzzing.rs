@@ -11,8 +11,8 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::pipeline::PipelineConfig;
-use crate::session::{self, Exit, SessionConfig, StreamIo, ls::LsOptions};
+use crate::engine::PipelineConfig;
+use crate::fast_import::{self, Exit, SessionConfig, StreamIo, ls::LsOptions};
 use crate::store::{ObjectId, Resolver, Store, StoreOptions, delta, fuzz_api};
 
 /// The largest object the fuzzed store agrees to allocate.
@@ -83,7 +83,7 @@ pub fn session(store: &Store, data: &[u8]) -> Exit {
         may_name_files: true,
         live: None,
     };
-    let outcome = session::run(data, io, store, config);
+    let outcome = fast_import::run(data, io, store, config);
     assert_eq!(outcome.fatal.is_some(), outcome.exit == Exit::Fatal, "a fatal exit always has its message");
     outcome.exit
 }

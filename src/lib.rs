@@ -4,24 +4,26 @@
 //! Data flows one way, and the modules follow it:
 //!
 //! ```text
-//! request/   bytes in -> Command           (line reader, dataref parsing)
-//! session    Command  -> store lookups      (stream state, in stream order)
-//! store/     object id -> object bytes      (packs via mmap, loose objects, alternates, delta-base cache)
-//! pipeline   requests in flight             (resolver threads, one ordered writer)
-//! response/  object bytes -> fd             (response encoding, one writev per response)
-//! server/    many streams, one store        (daemon mode over a Unix socket)
+//! line_reader    bytes in -> lines             (shared by the front ends)
+//! fast_import/   front end: lines -> jobs      (fast-import grammar and stream state, in stream order)
+//! engine/        jobs -> ordered responses     (resolver threads, one ordered writer)
+//! store/         object id -> object bytes     (packs via mmap, loose objects, alternates, delta-base cache)
+//! response/      object bytes -> fd            (response encoding, one writev per response)
+//! server/        many streams, one store       (daemon mode over a Unix socket)
+//! git_compat/    leaf helpers that copy git's C behaviour
 //! ```
 //!
-//! `main.rs` only parses flags, calls [`session::run`] and maps errors to exit codes.
+//! `main.rs` only parses flags, calls [`fast_import::run`] and maps errors to exit codes.
 #![deny(unsafe_code)]
 
 pub mod cli;
+pub mod engine;
+pub mod fast_import;
 pub mod fatal;
 pub mod fuzzing;
-pub mod pipeline;
+pub mod git_compat;
+pub mod line_reader;
 pub mod repo;
-pub mod request;
 pub mod response;
 pub mod server;
-pub mod session;
 pub mod store;

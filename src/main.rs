@@ -10,10 +10,10 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 
 use cat_blobd::cli;
+use cat_blobd::engine::{DEFAULT_INLINE_REQUESTS, PipelineConfig};
+use cat_blobd::fast_import::{self, SessionConfig, StreamIo, ls::LsOptions};
 use cat_blobd::fatal::print_fatal;
-use cat_blobd::pipeline::{DEFAULT_INLINE_REQUESTS, PipelineConfig};
 use cat_blobd::repo::Repository;
-use cat_blobd::session::{self, SessionConfig, StreamIo, ls::LsOptions};
 use cat_blobd::store::{Replacements, Store, StoreOptions};
 
 fn main() -> ExitCode {
@@ -48,7 +48,7 @@ fn run(args: cli::Args) -> anyhow::Result<u8> {
     let (store, config) = prepare(&args.cli, args.fast_import, false)?;
     // Our own handle on fd 0, read unbuffered by std: the session's reader does the buffering.
     let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
-    let outcome = session::run(stdin, StreamIo::process(), &store, config);
+    let outcome = fast_import::run(stdin, StreamIo::process(), &store, config);
     Ok(outcome.exit as u8)
 }
 

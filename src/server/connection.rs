@@ -26,9 +26,9 @@ use super::peer::Peer;
 use super::protocol::{self, CONNECT_MAGIC, CWD_FD, Hello, Kind, MAX_FDS, ProtocolError, Reply, STATS_MAGIC};
 use super::shutdown::{Cancel, CancelReason, CancellableInput};
 use super::stats::add;
+use crate::fast_import::{self, Exit, Outcome, StreamIo};
 use crate::fatal::Bytes;
 use crate::response::writev::{FdSink, GatherWriter};
-use crate::session::{self, Exit, Outcome, StreamIo};
 
 /// How long closing a plain connection waits for the client to stop sending (so that it reads every response
 /// and then a clean end of file, not a reset), and how long a reply may wait for room in the socket buffer.
@@ -249,7 +249,7 @@ impl Connection {
         let result = catch_unwind(AssertUnwindSafe(|| {
             let input = io::Cursor::new(prefix).chain(CancellableInput::new(self.stream.as_fd(), &self.handle.cancel));
             let io = StreamIo { stdout: self.stream.as_raw_fd(), stderr: -1, passed_fds: Some(Vec::new()) };
-            session::run(input, io, &state.store, state.session_config(self.peer.uid, Vec::new()))
+            fast_import::run(input, io, &state.store, state.session_config(self.peer.uid, Vec::new()))
         }));
         self.close_plain();
         match result {
@@ -337,7 +337,7 @@ impl Connection {
         let result = std::thread::scope(|scope| {
             let session = scope.spawn(move || {
                 let input = CancellableInput::new(stdin, cancel);
-                let outcome = session::run(input, io, &state.store, config);
+                let outcome = fast_import::run(input, io, &state.store, config);
                 drop(relay_write);
                 outcome
             });

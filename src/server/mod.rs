@@ -6,7 +6,7 @@
 //!                 finished" eventfd); stops polling the listener at --max-connections, so that further clients
 //!                 wait in the backlog (or are refused with --refuse-when-full)
 //! signal thread   SIGTERM/SIGINT (blocked everywhere else, taken with sigwait) -> Shutdown::request
-//! one thread per  connection::Connection::run: peer uid check, handshake, then session::run with its own
+//! one thread per  connection::Connection::run: peer uid check, handshake, then fast_import::run with its own
 //! connection      resolver and writer threads; a stalled client only ever blocks its own threads
 //! ```
 //!
@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 
-use crate::session::SessionConfig;
+use crate::fast_import::SessionConfig;
 use crate::store::Store;
 use crate::store::cache::SharedCache;
 use connection::{Connection, Handle};

@@ -4,7 +4,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::request::quote::unquote_c_style;
+use crate::git_compat::quote::unquote_c_style;
 
 /// git stops following alternates deeper than this (`link_alt_odb_entries`: "nesting too deep").
 const MAX_DEPTH: usize = 5;

@@ -10,9 +10,9 @@ use std::collections::HashSet;
 use std::io::Write as _;
 
 use super::ObjectSource;
+use crate::fast_import::dataref::parse_mark_ref;
 use crate::fatal::Bytes;
-use crate::request::dataref::parse_mark_ref;
-use crate::request::quote::{quote_c_style, unquote_c_style};
+use crate::git_compat::quote::{quote_c_style, unquote_c_style};
 use crate::store::{Data, Kind, ObjectId, ReadError, oid};
 
 /// Configuration git honours when answering `ls`.

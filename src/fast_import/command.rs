@@ -1,16 +1,11 @@
-//! Bytes in, commands out: the line reader ([`reader`]), object names and marks ([`dataref`]), and the
-//! top-level grammar ([`parse_command`]).
+//! Command lines in, commands out: the top-level grammar of a fast-import stream ([`parse_command`]).
 //!
 //! Everything here works on `&[u8]`: a command line is whatever bytes the frontend sent.
-pub mod dataref;
-pub mod quote;
-pub mod reader;
-
 use std::collections::HashMap;
 
+use super::dataref::{self, Dataref};
 use crate::fatal::Bytes;
 use crate::store::ObjectId;
-use dataref::Dataref;
 
 /// One top-level command line of a fast-import stream (git's main loop dispatch, in git's order). Commands
 /// with more lines (`blob`: `mark`, `original-oid`, `data`) are finished by the session, which owns the reader.

@@ -1,6 +1,8 @@
 //! One fast-import stream, in stream order: read a command, apply it to the stream's state (features, marks,
 //! blobs), answer it, and write the answer in full before reading on. Writing each response before reading
 //! the next command is what lets an interactive frontend send one request and wait for its reply.
+pub mod command;
+pub mod dataref;
 pub mod ls;
 pub mod marks;
 pub mod options;
@@ -13,11 +15,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::engine::{Output, Pipeline, PipelineConfig, Target};
+use crate::fast_import::command::{self as request, Command, Context, ParseError};
+use crate::fast_import::dataref::{Dataref, strtoumax};
 use crate::fatal::{Bytes, fatal_line};
-use crate::pipeline::{Output, Pipeline, PipelineConfig, Target};
-use crate::request::dataref::{Dataref, strtoumax};
-use crate::request::reader::{self, LineReader};
-use crate::request::{self, Command, Context, ParseError};
+use crate::line_reader::{self, LineReader};
 use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, WriteError};
 use crate::store::cache::SharedCache;
@@ -44,7 +46,7 @@ pub trait ObjectSource {
     /// git's `parse_mapped_oid_hex` for this stream: a full id of the repository's hash, or one that the
     /// submodule rewrite map translates. Returns the id and what follows it.
     fn parse_oid<'i>(&self, input: &'i [u8]) -> Option<(ObjectId, &'i [u8])> {
-        crate::request::dataref::parse_oid_hex(input, self.object_hash())
+        crate::fast_import::dataref::parse_oid_hex(input, self.object_hash())
     }
 }
 
@@ -52,7 +54,7 @@ pub trait ObjectSource {
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     #[error(transparent)]
-    Input(#[from] reader::ReadError),
+    Input(#[from] line_reader::ReadError),
     #[error(transparent)]
     Parse(#[from] ParseError),
     #[error(transparent)]
@@ -607,7 +609,7 @@ impl ObjectSource for Objects<'_> {
     }
 
     fn parse_oid<'i>(&self, input: &'i [u8]) -> Option<(ObjectId, &'i [u8])> {
-        crate::request::dataref::parse_mapped_oid_hex(input, self.store.object_hash(), self.rewrites)
+        crate::fast_import::dataref::parse_mapped_oid_hex(input, self.store.object_hash(), self.rewrites)
     }
 
     fn written_by_stream(&self, id: &oid) -> bool {

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 
+use crate::fast_import::dataref::strtoumax;
 use crate::fatal::Bytes;
-use crate::request::dataref::strtoumax;
 use crate::store::ObjectId;
 
 /// git reads marks files with `fgets` into a 512-byte buffer: a longer line arrives in pieces.
@@ -141,7 +141,7 @@ pub fn read_marks(
             return Ok(());
         }
         // The C code works on a C string: a NUL ends the line early, hiding its LF.
-        let line = crate::request::c_string(&piece);
+        let line = crate::fast_import::command::c_string(&piece);
         let Some(body) = line.strip_suffix(b"\n").filter(|_| line.first() == Some(&b':')) else {
             return Err(MarksError::CorruptLine(line.to_vec()));
         };

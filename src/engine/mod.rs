@@ -19,9 +19,9 @@ use std::thread::{Scope, ScopedJoinHandle};
 
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::fast_import::{LiveCounters, SessionError};
 use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, IOV_MAX, WriteError};
-use crate::session::{LiveCounters, SessionError};
 use crate::store::cache::SharedCache;
 use crate::store::{Kind, ObjectId, Resolver, Store};
 
