@@ -34,8 +34,7 @@ fn gather_write(c: &mut Criterion) {
         let mut buf = vec![0u8; 1 << 20];
         while reader.read(&mut buf).is_ok_and(|n| n > 0) {}
     });
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&writer);
-    let mut out = GatherWriter::new(FdSink::new(fd));
+    let mut out = GatherWriter::new(FdSink::new(std::os::fd::AsFd::as_fd(&writer)));
     let oid = ObjectId::from_hex(b"ce013625030ba8dba906f756967f9e9ca394464a").expect("hex");
     let mut group = c.benchmark_group("response");
     for size in [100usize, 16 << 10, 1 << 20] {

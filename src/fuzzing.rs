@@ -7,11 +7,11 @@
 #![doc(hidden)]
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::engine::PipelineConfig;
+use crate::engine::EngineConfig;
 use crate::fast_import::{self, Exit, SessionConfig, StreamIo, ls::LsOptions};
 use crate::store::{ObjectId, Resolver, Store, StoreOptions, delta, fuzz_api};
 
@@ -64,15 +64,15 @@ fn dev_null() -> &'static File {
 /// resolver thread. The cat-blob fd can only be 1 (`--cat-blob-fd` is a command-line flag, and no other fd is
 /// passed), so nothing is written anywhere else.
 pub fn session(store: &Store, data: &[u8]) -> Exit {
-    let null = dev_null().as_raw_fd();
-    let io = StreamIo { stdout: null, stderr: null, passed_fds: Some(Vec::new()) };
+    let null = dev_null().as_fd();
+    let io = StreamIo { stdout: Some(null), stderr: Some(null), passed_fds: Some(Vec::new()) };
     let config = SessionConfig {
         delta_cache_size: 1 << 20,
         stream_blob_memory: 1 << 20,
         ls: LsOptions { quote_path: true, ignore_case: false },
         fast_import_args: Vec::new(),
         relative_marks_dir: std::env::temp_dir().join("cat-blobd-fuzz-no-marks-here"),
-        pipeline: PipelineConfig {
+        engine: EngineConfig {
             threads: 1,
             window: 8,
             window_bytes: 1 << 20,

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 
 use cat_blobd::cli;
-use cat_blobd::engine::{DEFAULT_INLINE_REQUESTS, PipelineConfig};
+use cat_blobd::engine::{DEFAULT_INLINE_REQUESTS, EngineConfig};
 use cat_blobd::fast_import::{self, SessionConfig, StreamIo, ls::LsOptions};
 use cat_blobd::fatal::print_fatal;
 use cat_blobd::repo::Repository;
@@ -81,14 +81,14 @@ fn prepare(cli: &cli::Cli, fast_import: Vec<Vec<u8>>, for_daemon: bool) -> anyho
         ls: LsOptions { quote_path: repo.config.quote_path, ignore_case: repo.config.ignore_case },
         fast_import_args: fast_import,
         relative_marks_dir: repo.common_dir.join("info").join("fast-import"),
-        pipeline: PipelineConfig {
-            threads: cli.threads.unwrap_or(PipelineConfig::default().threads).max(1),
+        engine: EngineConfig {
+            threads: cli.threads.unwrap_or(EngineConfig::default().threads).max(1),
             window: cli.window.max(1),
             window_bytes: usize::try_from(cli.window_bytes).unwrap_or(usize::MAX),
             // A fresh process pays a first-touch page fault on every buffer it fills, which two resolvers overlap;
             // the daemon's heap is warm, and there starting the threads costs more than a short stream saves.
             inline_requests: cli.inline_requests.unwrap_or(if for_daemon { DEFAULT_INLINE_REQUESTS } else { 0 }),
-            ..PipelineConfig::default()
+            ..EngineConfig::default()
         },
         shared_cache: None,
         may_name_files: true,

@@ -9,19 +9,19 @@ pub mod options;
 
 use std::collections::HashMap;
 use std::io::{IoSlice, Read};
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::engine::{Output, Pipeline, PipelineConfig, Target};
+use crate::engine::{Engine, EngineConfig, EngineError, Job, LiveCounters, Output, Target};
 use crate::fast_import::command::{self as request, Command, Context, ParseError};
 use crate::fast_import::dataref::{Dataref, strtoumax};
 use crate::fatal::{Bytes, fatal_line};
 use crate::line_reader::{self, LineReader};
 use crate::response::encode::Response;
-use crate::response::writev::{FdSink, GatherWriter, WriteError};
+use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
 use crate::store::cache::SharedCache;
 use crate::store::stream::{StreamBlobError, StreamBlobs};
 use crate::store::{Kind, Object, ObjectId, ReadError, Resolver, Store, oid};
@@ -104,7 +104,7 @@ pub struct SessionConfig {
     pub fast_import_args: Vec<Vec<u8>>,
     /// `<git dir>/info/fast-import`, where relative marks paths go under `relative-marks`.
     pub relative_marks_dir: PathBuf,
-    pub pipeline: PipelineConfig,
+    pub engine: EngineConfig,
     /// A delta-base cache to share with other streams (a server's connections); `None`: one of this stream's
     /// own, of `delta_cache_size` bytes.
     pub shared_cache: Option<SharedCache>,
@@ -114,41 +114,41 @@ pub struct SessionConfig {
     pub live: Option<Arc<LiveCounters>>,
 }
 
-/// Requests and cat-blob bytes, counted as they happen, for a server's `stats` while its streams run.
-#[derive(Debug, Default)]
-pub struct LiveCounters {
-    pub requests: AtomicU64,
-    pub bytes: AtomicU64,
-}
-
 /// Where a stream's output goes: `progress` to `stdout`, messages to `stderr`, responses to the cat-blob fd
-/// (a number from the stream's flags, 1 by default).
+/// (a number from the stream's flags, 1 by default). `None` is an fd that is not open.
 #[derive(Debug, Clone)]
-pub struct StreamIo {
-    pub stdout: RawFd,
-    /// May be -1 (no stderr): messages are then only returned in the [`Outcome`].
-    pub stderr: RawFd,
+pub struct StreamIo<'fd> {
+    pub stdout: Option<BorrowedFd<'fd>>,
+    /// `None`: messages are only returned in the [`Outcome`].
+    pub stderr: Option<BorrowedFd<'fd>>,
     /// What `--cat-blob-fd=N` names. `None`: this process's fd N (a stream on the process's own stdin).
-    /// `Some(fds)`: the frontend's fds as passed to a server, `(frontend's number, our fd)`; 1 and 2 mean
+    /// `Some(fds)`: the frontend's fds as passed to a server, `(frontend's number, fd)`; 1 and 2 mean
     /// `stdout` and `stderr` unless listed, and any other number is not open (`EBADF`, as for git).
-    pub passed_fds: Option<Vec<(i32, RawFd)>>,
+    pub passed_fds: Option<Vec<(i32, BorrowedFd<'fd>)>>,
 }
 
-impl StreamIo {
+impl StreamIo<'static> {
     /// The stdio of this process.
-    pub fn process() -> StreamIo {
-        StreamIo { stdout: 1, stderr: 2, passed_fds: None }
+    pub fn process() -> StreamIo<'static> {
+        StreamIo { stdout: Some(rustix::stdio::stdout()), stderr: Some(rustix::stdio::stderr()), passed_fds: None }
     }
+}
 
-    /// The fd that the stream's `--cat-blob-fd=<number>` names.
-    fn cat_blob_fd(&self, number: i32) -> RawFd {
-        let Some(passed) = &self.passed_fds else { return number };
-        match passed.iter().find(|(n, _)| *n == number) {
-            Some((_, fd)) => *fd,
-            None if number == 1 => self.stdout,
-            None if number == 2 => self.stderr,
-            None => -1,
+impl<'fd> StreamIo<'fd> {
+    /// The output for `--cat-blob-fd=<number>`.
+    fn output(&self, cat_blob_fd: i32) -> Output<'fd> {
+        if cat_blob_fd == 1 {
+            return Output::new(self.stdout);
         }
+        let fd = match &self.passed_fds {
+            None => OutFd::dup_of_process_fd(cat_blob_fd),
+            Some(passed) => match passed.iter().find(|(n, _)| *n == cat_blob_fd) {
+                Some((_, fd)) => OutFd::Borrowed(*fd),
+                None if cat_blob_fd == 2 => self.stderr.into(),
+                None => OutFd::NotOpen,
+            },
+        };
+        Output::split(fd, self.stdout)
     }
 }
 
@@ -205,59 +205,63 @@ impl std::fmt::Display for Stats {
     }
 }
 
+/// The engine as this front end uses it: `cat-blob` of repository objects is the one job that runs on the
+/// resolver threads; everything else is a ready response.
+type StreamEngine<'e, 's> = Engine<'e, CatBlob<'s>>;
+
+/// `cat-blob` of an object in the repository (git's `cat_blob`): the blob, `missing`, or fatal for another type.
+pub struct CatBlob<'s> {
+    store: &'s Store,
+    oid: ObjectId,
+}
+
+impl Job for CatBlob<'_> {
+    type Worker = Resolver;
+    type Error = SessionError;
+
+    fn run(self, resolver: &mut Resolver) -> Result<Response, SessionError> {
+        match self.store.read(&self.oid, resolver)? {
+            None => Ok(Response::missing(&self.oid)),
+            Some(object) if object.kind == Kind::Blob => Ok(Response::blob(&self.oid, object.data)),
+            Some(object) => Err(SessionError::NotABlob { oid: self.oid, kind: object.kind }),
+        }
+    }
+}
+
+impl From<EngineError<SessionError>> for SessionError {
+    fn from(error: EngineError<SessionError>) -> Self {
+        match error {
+            EngineError::Write(error) => SessionError::Write(error),
+            EngineError::Job(error) => error,
+        }
+    }
+}
+
 /// Runs one stream from `input` against `store`, printing `fatal:`, `error:` and `warning:` lines on
 /// `io.stderr` as git does. Every response before a fatal error has been written in full when it returns.
-pub fn run<R: Read>(input: R, io: StreamIo, store: &Store, config: SessionConfig) -> Outcome {
+pub fn run<R: Read>(input: R, io: StreamIo<'_>, store: &Store, config: SessionConfig) -> Outcome {
     let started = Instant::now();
     let mut reader = LineReader::new(input);
     let cache = config.shared_cache.clone().unwrap_or_else(|| SharedCache::new(config.delta_cache_size));
-    let pipeline_config = config.pipeline;
-    std::thread::scope(|scope| {
-        let mut output = Output::new(io.stdout, io.stdout);
-        output.count_bytes_into(config.live.clone());
-        let (mut fatal, mut broken_pipe) = (None, false);
-        let pipeline = Pipeline::new(scope, store, cache.clone(), output, pipeline_config);
-        let mut session = Session::new(io, store, cache, pipeline, config);
-        let result = session.commands(&mut reader);
-        let pipeline = session.pipeline.take().expect("the pipeline lives until the end of the stream");
-        let (result, output) = pipeline.finish(result.err());
-        session.stats.bytes = output.bytes;
-        session.stats.missing = output.missing;
-        session.stats.writev_calls = output.writev_calls;
-        let exit = match result {
-            Ok(()) => {
-                session.export_marks();
-                if session.failure { Exit::Failure } else { Exit::Success }
-            }
-            Err(SessionError::Option(OptionError::Usage)) => {
-                session.message(format!("{}\n", OptionError::Usage).as_bytes());
-                Exit::Usage
-            }
-            Err(err) => {
-                broken_pipe = matches!(&err, SessionError::Write(write) if write.is_broken_pipe());
-                let message = err.to_string();
-                session.message(&fatal_line(&message));
-                fatal = Some(message);
-                // git's die handler still writes the marks file; death by SIGPIPE does not.
-                if !broken_pipe {
-                    session.export_marks();
-                }
-                Exit::Fatal
-            }
-        };
-        let mut stats = session.stats();
-        stats.elapsed = started.elapsed();
-        if session.settings.stats && exit != Exit::Fatal {
-            session.message(stats.to_string().as_bytes());
-        }
-        Outcome { exit, stats, fatal, broken_pipe }
-    })
+    let (engine_config, live) = (config.engine, config.live.clone());
+    let mut session = Session::new(io, store, cache.clone(), config);
+    let (result, written) = std::thread::scope(|scope| {
+        let output = Output::new(session.io.stdout).count_bytes_into(live);
+        let mut engine = Engine::new(scope, output, engine_config, || Resolver::sharing(cache.clone()));
+        let result = session.commands(&mut reader, &mut engine);
+        let (written, stats) = engine.finish();
+        // A response that failed before the front end's own error wins: git would have died there first.
+        (written.map_err(SessionError::from).and(result), stats)
+    });
+    session.stats.bytes = written.bytes;
+    session.stats.missing = written.missing;
+    session.stats.writev_calls = written.writev_calls;
+    session.end(result, started)
 }
 
 struct Session<'a> {
-    io: StreamIo,
+    io: StreamIo<'a>,
     store: &'a Store,
-    pipeline: Option<Pipeline<'a>>,
     resolver: Resolver,
     settings: Settings,
     args: Vec<Vec<u8>>,
@@ -276,7 +280,7 @@ struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    fn new(io: StreamIo, store: &'a Store, cache: SharedCache, pipeline: Pipeline<'a>, config: SessionConfig) -> Self {
+    fn new(io: StreamIo<'a>, store: &'a Store, cache: SharedCache, config: SessionConfig) -> Self {
         let mut settings = Settings::new(config.relative_marks_dir);
         settings.may_name_files = config.may_name_files;
         // git scans for this one flag before anything else: it changes how feature lines are read.
@@ -288,7 +292,6 @@ impl<'a> Session<'a> {
         Session {
             io,
             store,
-            pipeline: Some(pipeline),
             resolver: Resolver::sharing(cache),
             settings,
             args: config.fast_import_args,
@@ -306,33 +309,40 @@ impl<'a> Session<'a> {
 
     /// The main loop (git's `cmd_fast_import`): every command in order until `done`, the end of input, or a
     /// fatal error (returned; earlier responses may still be in flight).
-    fn commands<R: Read>(&mut self, reader: &mut LineReader<R>) -> Result<(), SessionError> {
-        while self.next_command(reader)? {
-            if self.pipeline().failed() {
+    fn commands<'e, R: Read>(
+        &mut self,
+        reader: &mut LineReader<R>,
+        engine: &mut StreamEngine<'e, 'a>,
+    ) -> Result<(), SessionError>
+    where
+        'a: 'e,
+    {
+        while self.next_command(reader, engine)? {
+            if engine.failed() {
                 // An earlier response failed; `finish` reports it. git would not have read this far.
                 return Ok(());
             }
             let line = request::c_string(reader.line());
             let cx = Context { hash: self.store.object_hash(), rewrites: &self.rewrites };
             match request::parse_command(line, cx)? {
-                Command::Blob => self.blob(reader)?,
+                Command::Blob => self.blob(reader, engine)?,
                 Command::CatBlob(dataref) => {
                     let interactive = !reader.has_buffered_input();
-                    self.cat_blob(dataref, interactive)?;
+                    self.cat_blob(dataref, interactive, engine)?;
                 }
                 Command::GetMark(mark) => {
                     self.count_request();
                     let id = self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?;
                     let mut line = id.to_hex().to_string().into_bytes();
                     line.push(b'\n');
-                    self.respond(Response::Line(line), Target::CatBlob)?;
+                    engine.ready(Response::Line(line), Target::Main)?;
                 }
                 Command::Ls(arg) => {
                     self.count_request();
                     let (line, arg) = (line.to_vec(), arg.to_vec());
                     let ls_options = self.ls;
                     let response = ls::ls(&line, &arg, &mut self.objects(), &ls_options)?;
-                    self.respond(Response::Line(response), Target::CatBlob)?;
+                    engine.ready(Response::Line(response), Target::Main)?;
                 }
                 Command::Checkpoint => {
                     reader.skip_optional_lf()?;
@@ -343,7 +353,7 @@ impl<'a> Session<'a> {
                     // The raw line, NUL and all: git writes `command_buf.len` bytes.
                     let mut progress = reader.line().to_vec();
                     progress.push(b'\n');
-                    self.respond(Response::Line(progress), Target::Stdout)?;
+                    engine.ready(Response::Line(progress), Target::Stdout)?;
                     reader.skip_optional_lf()?;
                 }
                 Command::Feature(feature) => {
@@ -361,7 +371,7 @@ impl<'a> Session<'a> {
             }
         }
         if !self.seen_data_command {
-            self.apply_argv()?;
+            self.apply_argv(engine)?;
         }
         // git checks `feof(stdin)`: a `done` without its LF at the very end still counts as ending early.
         if self.settings.require_done && reader.at_eof() {
@@ -373,11 +383,18 @@ impl<'a> Session<'a> {
     /// git's `read_next_command`: the next line that is not a comment, applying the command-line flags when
     /// the first line that is not `feature`/`option` arrives (comments included). False at the end of input;
     /// the reader's line then holds what git's `command_buf` would.
-    fn next_command<R: Read>(&mut self, reader: &mut LineReader<R>) -> Result<bool, SessionError> {
+    fn next_command<'e, R: Read>(
+        &mut self,
+        reader: &mut LineReader<R>,
+        engine: &mut StreamEngine<'e, 'a>,
+    ) -> Result<bool, SessionError>
+    where
+        'a: 'e,
+    {
         loop {
             let Some(line) = reader.next_line()? else { return Ok(false) };
             if !self.seen_data_command && !line.starts_with(b"feature ") && !line.starts_with(b"option ") {
-                self.apply_argv()?;
+                self.apply_argv(engine)?;
             }
             if !request::is_comment(reader.line()) {
                 return Ok(true);
@@ -386,13 +403,15 @@ impl<'a> Session<'a> {
     }
 
     /// git's `parse_argv`, plus what it triggers: reading the marks files and building the submodule map.
-    fn apply_argv(&mut self) -> Result<(), SessionError> {
+    fn apply_argv<'e>(&mut self, engine: &mut StreamEngine<'e, 'a>) -> Result<(), SessionError>
+    where
+        'a: 'e,
+    {
         self.seen_data_command = true;
         let args = std::mem::take(&mut self.args);
         self.settings.apply_argv(&args)?;
         self.print_warnings();
-        let (cat_blob_fd, stdout_fd) = (self.io.cat_blob_fd(self.settings.cat_blob_fd), self.io.stdout);
-        self.pipeline().set_cat_blob_fd(cat_blob_fd, stdout_fd);
+        engine.set_output(self.io.output(self.settings.cat_blob_fd));
         for import in std::mem::take(&mut self.settings.imports_due) {
             self.import_marks(&import)?;
         }
@@ -444,21 +463,28 @@ impl<'a> Session<'a> {
     }
 
     /// `blob`, `mark :N`?, `original-oid <any>`?, `data …` (git's `parse_new_blob`).
-    fn blob<R: Read>(&mut self, reader: &mut LineReader<R>) -> Result<(), SessionError> {
-        self.next_command(reader)?;
+    fn blob<'e, R: Read>(
+        &mut self,
+        reader: &mut LineReader<R>,
+        engine: &mut StreamEngine<'e, 'a>,
+    ) -> Result<(), SessionError>
+    where
+        'a: 'e,
+    {
+        self.next_command(reader, engine)?;
         let mut mark = 0;
         if let Some(number) = request::c_string(reader.line()).strip_prefix(b"mark :") {
             mark = strtoumax(number).map_or(0, |(mark, _)| mark);
-            self.next_command(reader)?;
+            self.next_command(reader, engine)?;
         }
         if request::c_string(reader.line()).starts_with(b"original-oid ") {
-            self.next_command(reader)?;
+            self.next_command(reader, engine)?;
         }
         let id = self.data(reader)?;
         if mark != 0 && self.settings.export_marks.is_some() {
             // A response still in flight may yet fail, and git's die handler exports the marks as they were
             // then: define this mark only once everything before it has been written.
-            self.pipeline().drain()?;
+            engine.drain()?;
         }
         self.marks.insert(mark, id);
         Ok(())
@@ -513,22 +539,22 @@ impl<'a> Session<'a> {
     }
 
     /// `cat-blob <dataref>` (git's `parse_cat_blob` + `cat_blob`): a blob the stream defined is answered here,
-    /// anything else by the pipeline.
-    fn cat_blob(&mut self, dataref: Dataref, interactive: bool) -> Result<(), SessionError> {
+    /// anything else by the engine.
+    fn cat_blob(
+        &mut self,
+        dataref: Dataref,
+        interactive: bool,
+        engine: &mut StreamEngine<'_, 'a>,
+    ) -> Result<(), SessionError> {
         let oid = match dataref {
             Dataref::Oid(oid) => oid,
             Dataref::Mark(mark) => self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?,
         };
         self.count_request();
         if let Some(data) = self.blobs.get(&oid)? {
-            return self.respond(Response::blob(&oid, data), Target::CatBlob);
+            return Ok(engine.ready(Response::blob(&oid, data), Target::Main)?);
         }
-        let pipeline = self.pipeline.as_mut().expect("the pipeline lives until the end of the stream");
-        pipeline.cat_blob(oid, interactive, &mut self.resolver)
-    }
-
-    fn pipeline(&mut self) -> &mut Pipeline<'a> {
-        self.pipeline.as_mut().expect("the pipeline lives until the end of the stream")
+        Ok(engine.job(CatBlob { store: self.store, oid }, &mut self.resolver, interactive)?)
     }
 
     fn objects(&mut self) -> Objects<'_> {
@@ -541,9 +567,36 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Hands a response to the pipeline, which writes it after everything before it.
-    fn respond(&mut self, response: Response, target: Target) -> Result<(), SessionError> {
-        self.pipeline().respond(response, target)
+    /// The stream's end after everything is written: messages, marks export and exit status as git's.
+    fn end(mut self, result: Result<(), SessionError>, started: Instant) -> Outcome {
+        let (mut fatal, mut broken_pipe) = (None, false);
+        let exit = match result {
+            Ok(()) => {
+                self.export_marks();
+                if self.failure { Exit::Failure } else { Exit::Success }
+            }
+            Err(SessionError::Option(OptionError::Usage)) => {
+                self.message(format!("{}\n", OptionError::Usage).as_bytes());
+                Exit::Usage
+            }
+            Err(err) => {
+                broken_pipe = matches!(&err, SessionError::Write(write) if write.is_broken_pipe());
+                let message = err.to_string();
+                self.message(&fatal_line(&message));
+                fatal = Some(message);
+                // git's die handler still writes the marks file; death by SIGPIPE does not.
+                if !broken_pipe {
+                    self.export_marks();
+                }
+                Exit::Fatal
+            }
+        };
+        let mut stats = self.stats();
+        stats.elapsed = started.elapsed();
+        if self.settings.stats && exit != Exit::Fatal {
+            self.message(stats.to_string().as_bytes());
+        }
+        Outcome { exit, stats, fatal, broken_pipe }
     }
 
     /// Writes the marks file if one is configured and the import (if any) was read (git's `dump_marks`).

@@ -8,7 +8,7 @@
 //! call may carry ([`IOV_MAX`] iovecs, [`MAX_IO_SIZE`] bytes).
 use std::io::{self, ErrorKind, IoSlice};
 use std::mem;
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 
 use rustix::event::{PollFd, PollFlags};
 use rustix::io::Errno;
@@ -33,33 +33,72 @@ pub trait Sink {
     fn wait_writable(&mut self) -> io::Result<()>;
 }
 
-/// A raw file descriptor that the process owns for its whole life (fd 1, or `--cat-blob-fd N`).
+/// Where responses go: a file descriptor, borrowed for as long as the sink lives (so the compiler checks that
+/// whoever owns it keeps it open), or owned by the sink, or none at all.
 ///
-/// The fd is not checked when the sink is made: like git, an fd that is not open is reported by the first write
-/// (`EBADF`), not up front. Whoever owns an open fd must keep it open while the sink is used: were it closed and
-/// its number reused by another `open`, the responses would land in that file.
+/// "None" is an fd number that was not open when the stream named it: like git, that is reported by the first
+/// write (`EBADF`), not up front.
 #[derive(Debug)]
-pub struct FdSink {
-    fd: RawFd,
+pub enum OutFd<'fd> {
+    Borrowed(BorrowedFd<'fd>),
+    Owned(OwnedFd),
+    NotOpen,
 }
 
-impl FdSink {
-    pub fn new(fd: RawFd) -> Self {
-        FdSink { fd }
+impl OutFd<'_> {
+    /// A duplicate of this process's fd `number` (what `--cat-blob-fd=<number>` names in a one-shot run), or
+    /// [`OutFd::NotOpen`] if no such fd is open. The duplicate shares the open file with `number`, so writing to it
+    /// is writing to `number`; owning it means nothing else can close it while the sink writes.
+    #[allow(unsafe_code)]
+    pub fn dup_of_process_fd(number: RawFd) -> OutFd<'static> {
+        // `BorrowedFd` reserves -1 as a niche (borrow_raw panics on it); no negative number names an fd anyway.
+        if number < 0 {
+            return OutFd::NotOpen;
+        }
+        // SAFETY: the borrow lasts for the one `fcntl` call below and nothing can close the fd during it. If
+        // `number` is not open, the kernel answers `EBADF`: no memory is reached through the number, so that is
+        // an answer, not undefined behaviour.
+        let fd = unsafe { BorrowedFd::borrow_raw(number) };
+        match rustix::io::fcntl_dupfd_cloexec(fd, 3) {
+            Ok(owned) => OutFd::Owned(owned),
+            Err(_) => OutFd::NotOpen,
+        }
     }
 
-    /// The fd, borrowed for one system call.
-    #[allow(unsafe_code)]
-    fn fd(&self) -> io::Result<BorrowedFd<'_>> {
-        // `BorrowedFd` reserves -1 as a niche (borrow_raw panics on it); no negative number names an fd anyway.
-        if self.fd < 0 {
-            return Err(Errno::BADF.into());
+    fn as_fd(&self) -> io::Result<BorrowedFd<'_>> {
+        match self {
+            OutFd::Borrowed(fd) => Ok(*fd),
+            OutFd::Owned(fd) => Ok(fd.as_fd()),
+            OutFd::NotOpen => Err(Errno::BADF.into()),
         }
-        // SAFETY: the fd belongs to the output for the life of the process (fd 1 or `--cat-blob-fd`, see the type's
-        // docs) and nothing here ever closes it, so it outlives the borrow, which lasts for one system call. If it
-        // was never open, the kernel answers `EBADF`: no memory is reached through the number, so that is an error
-        // to report, not undefined behaviour.
-        Ok(unsafe { BorrowedFd::borrow_raw(self.fd) })
+    }
+}
+
+impl<'fd> From<BorrowedFd<'fd>> for OutFd<'fd> {
+    fn from(fd: BorrowedFd<'fd>) -> Self {
+        OutFd::Borrowed(fd)
+    }
+}
+
+impl<'fd> From<Option<BorrowedFd<'fd>>> for OutFd<'fd> {
+    fn from(fd: Option<BorrowedFd<'fd>>) -> Self {
+        fd.map_or(OutFd::NotOpen, OutFd::Borrowed)
+    }
+}
+
+/// A file descriptor as a [`Sink`].
+#[derive(Debug)]
+pub struct FdSink<'fd> {
+    fd: OutFd<'fd>,
+}
+
+impl<'fd> FdSink<'fd> {
+    pub fn new(fd: impl Into<OutFd<'fd>>) -> Self {
+        FdSink { fd: fd.into() }
+    }
+
+    fn fd(&self) -> io::Result<BorrowedFd<'_>> {
+        self.fd.as_fd()
     }
 
     /// If the fd is a pipe with a smaller buffer, asks the kernel for `size` bytes, capped by
@@ -78,7 +117,7 @@ impl FdSink {
     }
 }
 
-impl Sink for FdSink {
+impl Sink for FdSink<'_> {
     fn writev(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         Ok(rustix::io::writev(self.fd()?, bufs)?)
     }
@@ -134,7 +173,7 @@ pub fn strerror(err: &io::Error) -> String {
 }
 
 /// Writes gathered responses to a [`Sink`], counting the calls it makes.
-pub struct GatherWriter<S: Sink = FdSink> {
+pub struct GatherWriter<S: Sink> {
     sink: S,
     syscalls: u64,
     /// Always empty between calls. Holds the iovecs of a call whose last slice must be cut to [`MAX_IO_SIZE`]; kept
@@ -499,7 +538,7 @@ mod tests {
 
     /// Wraps [`FdSink`] to count the calls that found the pipe full, and tells the reader when the first one did.
     struct CountingFdSink {
-        inner: FdSink,
+        inner: FdSink<'static>,
         would_block: usize,
         full: Option<mpsc::Sender<()>>,
     }
@@ -547,7 +586,11 @@ mod tests {
             [format!("{:040x} blob {big}\n", 1).into_bytes(), payload(big), b"\n".to_vec()],
             [format!("{:040x} blob 5\n", 2).into_bytes(), payload(5), b"\n".to_vec()],
         ];
-        let sink = CountingFdSink { inner: FdSink::new(write_end.as_raw_fd()), would_block: 0, full: Some(full_tx) };
+        let sink = CountingFdSink {
+            inner: FdSink::new(OutFd::Owned(write_end.try_clone().unwrap())),
+            would_block: 0,
+            full: Some(full_tx),
+        };
         let mut writer = GatherWriter::new(sink);
         writer.write_all(&mut slices(&responses)).unwrap();
         let would_block = writer.sink().would_block;
@@ -563,7 +606,7 @@ mod tests {
         // Linux caps fd numbers below fs.nr_open (at most 2^30), so this one is never open. A number closed just
         // before could be reused at once by a test running on another thread.
         for fd in [RawFd::MAX, -1] {
-            let mut writer = GatherWriter::new(FdSink::new(fd));
+            let mut writer = GatherWriter::new(FdSink::new(OutFd::dup_of_process_fd(fd)));
             let err = writer.write_all(&mut [IoSlice::new(b"x\n")]).unwrap_err();
             assert_eq!(err.to_string(), "write to frontend failed: Bad file descriptor");
             assert!(!err.is_broken_pipe());
@@ -571,11 +614,23 @@ mod tests {
     }
 
     #[test]
+    fn a_process_fd_is_written_through_its_duplicate() {
+        let (read_end, write_end) = rustix::pipe::pipe().unwrap();
+        let mut writer = GatherWriter::new(FdSink::new(OutFd::dup_of_process_fd(write_end.as_raw_fd())));
+        drop(write_end);
+        writer.write_all(&mut [IoSlice::new(b"through the dup\n")]).unwrap();
+        drop(writer);
+        let mut got = Vec::new();
+        File::from(read_end).read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"through the dup\n");
+    }
+
+    #[test]
     fn a_reader_that_went_away_is_a_broken_pipe() {
         // The test harness, like any Rust program, starts with SIGPIPE ignored, so the write fails with EPIPE.
         let (read_end, write_end) = rustix::pipe::pipe().unwrap();
         drop(read_end);
-        let mut writer = GatherWriter::new(FdSink::new(write_end.as_raw_fd()));
+        let mut writer = GatherWriter::new(FdSink::new(write_end.as_fd()));
         let err =
             writer.write_all(&mut [IoSlice::new(b"hdr\n"), IoSlice::new(b"data"), IoSlice::new(b"\n")]).unwrap_err();
         assert!(err.is_broken_pipe());

@@ -9,7 +9,7 @@
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::mem::MaybeUninit;
 use std::net::Shutdown as Direction;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -248,7 +248,7 @@ impl Connection {
         let state = &self.state;
         let result = catch_unwind(AssertUnwindSafe(|| {
             let input = io::Cursor::new(prefix).chain(CancellableInput::new(self.stream.as_fd(), &self.handle.cancel));
-            let io = StreamIo { stdout: self.stream.as_raw_fd(), stderr: -1, passed_fds: Some(Vec::new()) };
+            let io = StreamIo { stdout: Some(self.stream.as_fd()), stderr: None, passed_fds: Some(Vec::new()) };
             fast_import::run(input, io, &state.store, state.session_config(self.peer.uid, Vec::new()))
         }));
         self.close_plain();
@@ -325,18 +325,15 @@ impl Connection {
                 return Record::refused("connect", message);
             }
         };
-        let io = StreamIo {
-            stdout: find(1).map_or(-1, |fd| fd.as_raw_fd()),
-            stderr: relay_write.as_raw_fd(),
-            passed_fds: Some(passed.iter().map(|(n, fd)| (*n, fd.as_raw_fd())).collect()),
-        };
         let config = state.session_config(self.peer.uid, hello.args);
         let cancel = &self.handle.cancel;
         let client_stderr = find(2);
         let mut relay = StderrRelay::default();
+        let (stdout, passed_fds) = (find(1), passed.iter().map(|(n, fd)| (*n, fd.as_fd())).collect());
         let result = std::thread::scope(|scope| {
             let session = scope.spawn(move || {
                 let input = CancellableInput::new(stdin, cancel);
+                let io = StreamIo { stdout, stderr: Some(relay_write.as_fd()), passed_fds: Some(passed_fds) };
                 let outcome = fast_import::run(input, io, &state.store, config);
                 drop(relay_write);
                 outcome
@@ -517,7 +514,7 @@ impl StderrRelay {
 /// except that EPIPE is reported (true): there `cat-blobd` would have been killed by SIGPIPE.
 fn write_message(out: Option<BorrowedFd<'_>>, bytes: &[u8]) -> bool {
     let Some(fd) = out else { return false };
-    match GatherWriter::new(FdSink::new(fd.as_raw_fd())).write_all(&mut [IoSlice::new(bytes)]) {
+    match GatherWriter::new(FdSink::new(fd)).write_all(&mut [IoSlice::new(bytes)]) {
         Ok(()) => false,
         Err(err) => err.is_broken_pipe(),
     }

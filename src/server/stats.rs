@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::fast_import::LiveCounters;
+use crate::engine::LiveCounters;
 
 use crate::store::Store;
 use crate::store::cache::SharedCache;

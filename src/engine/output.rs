@@ -1,0 +1,119 @@
+//! The engine's two output fds and what it counts on them. Responses go to the "main" fd (cat-blob fd, or
+//! cat-file's stdout); [`Target::Stdout`] lines (fast-import's `progress`) go to stdout, which may be the same fd.
+use std::io::IoSlice;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::response::encode::Response;
+use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
+
+/// The pipe buffer we ask for on the main fd (Linux's default `pipe-max-size`).
+pub const PIPE_SIZE: usize = 1 << 20;
+
+/// Which fd a response goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The responses' fd (the cat-blob fd).
+    Main,
+    /// fd 1 whatever the main fd is (fast-import's `progress` lines).
+    Stdout,
+}
+
+/// Counters that other threads read while a stream runs (a server's `stats`).
+#[derive(Debug, Default)]
+pub struct LiveCounters {
+    pub requests: AtomicU64,
+    pub bytes: AtomicU64,
+}
+
+/// What the output did over a stream.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OutputStats {
+    /// Bytes written to the main fd.
+    pub bytes: u64,
+    /// Answers for objects that do not exist.
+    pub missing: u64,
+    /// writev calls on the main fd.
+    pub writev_calls: u64,
+}
+
+/// The two output fds, borrowed for `'fd` (or owned). When the main fd is stdout, one writer serves both.
+pub struct Output<'fd> {
+    main: GatherWriter<FdSink<'fd>>,
+    /// `None`: stdout is the main fd.
+    stdout: Option<GatherWriter<FdSink<'fd>>>,
+    stats: OutputStats,
+    /// Also counts the main fd's bytes here, as they are written.
+    live: Option<Arc<LiveCounters>>,
+}
+
+impl<'fd> Output<'fd> {
+    /// Responses and stdout lines both to `stdout`.
+    pub fn new(stdout: impl Into<OutFd<'fd>>) -> Output<'fd> {
+        let main = FdSink::new(stdout);
+        main.grow_pipe(PIPE_SIZE);
+        Output { main: GatherWriter::new(main), stdout: None, stats: OutputStats::default(), live: None }
+    }
+
+    /// Responses to `main`, stdout lines to `stdout`.
+    pub fn split(main: impl Into<OutFd<'fd>>, stdout: impl Into<OutFd<'fd>>) -> Output<'fd> {
+        let mut output = Output::new(main);
+        output.stdout = Some(GatherWriter::new(FdSink::new(stdout)));
+        output
+    }
+
+    /// Adds every byte written to the main fd to `live` too.
+    pub fn count_bytes_into(mut self, live: Option<Arc<LiveCounters>>) -> Self {
+        self.live = live;
+        self
+    }
+
+    /// Takes over the counters of the output this one replaces.
+    pub(super) fn carry_counters(&mut self, old: Output<'_>) {
+        self.stats = old.stats;
+        self.live = old.live;
+    }
+
+    fn writer(&mut self, target: Target) -> &mut GatherWriter<FdSink<'fd>> {
+        match (target, &mut self.stdout) {
+            (Target::Stdout, Some(stdout)) => stdout,
+            _ => &mut self.main,
+        }
+    }
+
+    /// Writes `responses`: each run of consecutive responses to the same fd in one writev (the gather-writer
+    /// splits only at IOV_MAX or MAX_IO_SIZE, or where the kernel takes less).
+    pub(super) fn write(&mut self, responses: &[(Response, Target)]) -> Result<(), WriteError> {
+        let mut start = 0;
+        while start < responses.len() {
+            let target = responses[start].1;
+            let end = responses[start..].iter().position(|(_, t)| *t != target).map_or(responses.len(), |n| start + n);
+            let run = &responses[start..end];
+            let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(run.len() * 3);
+            for (response, _) in run {
+                response.push_slices(&mut slices);
+            }
+            self.writer(target).write_all(&mut slices)?;
+            if target == Target::Main {
+                self.count(run.iter().map(|(response, _)| response));
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    fn count<'r>(&mut self, written: impl Iterator<Item = &'r Response>) {
+        let before = self.stats.bytes;
+        for response in written {
+            self.stats.bytes += response.len() as u64;
+            self.stats.missing += u64::from(response.is_missing());
+        }
+        if let Some(live) = &self.live {
+            live.bytes.fetch_add(self.stats.bytes - before, Ordering::Relaxed);
+        }
+    }
+
+    pub fn stats(&self) -> OutputStats {
+        OutputStats { writev_calls: self.main.syscalls(), ..self.stats }
+    }
+}
