@@ -488,3 +488,21 @@ fn stderr_is_silent_without_quiet() {
     let git = git_fast_import(Fixture::Basic, &stream, true);
     assert_bytes_eq("cat-blob fd", &git.fd3, &ours.fd3);
 }
+
+/// `--stats` counts as missing the objects that do not exist, not every answer whose bytes end in " missing":
+/// an `ls` of a path named "x missing" answers `missing x missing`, which once counted.
+#[test]
+fn stats_count_missing_objects_by_what_the_answer_is() {
+    let fixture = Fixture::Basic;
+    let tree = rev_parse(fixture, "HEAD^{tree}");
+    let stream = format!("ls {tree} \"nope missing\"\nls {tree} nope\ncat-blob {MISSING_ONE}\n");
+    let ours = Run::cat_blobd_on(fixture).arg("--stats").stdin(stream).run();
+    assert!(ours.status.success(), "{}", ours.describe());
+    assert_bytes_eq(
+        "responses",
+        format!("missing nope missing\nmissing nope\n{MISSING_ONE} missing\n").as_bytes(),
+        &ours.stdout,
+    );
+    let stderr = String::from_utf8(ours.stderr).expect("stats are text");
+    assert!(stderr.contains("requests:      3 (1 missing)"), "{stderr}");
+}
