@@ -506,3 +506,62 @@ fn stats_count_missing_objects_by_what_the_answer_is() {
     let stderr = String::from_utf8(ours.stderr).expect("stats are text");
     assert!(stderr.contains("requests:      3 (1 missing)"), "{stderr}");
 }
+
+/// A repository where blob `a` (packed) and blob `c` (loose only) are both replaced by blob `b`.
+fn replaced_blobs_repo(dir: &TempDir) -> (std::path::PathBuf, [String; 3]) {
+    let git_dir = dir.path().join("repo.git");
+    crate::util::git(dir.path(), &["init", "-q", "--bare", git_dir.to_str().expect("utf-8 path")]);
+    let mut ids = Vec::new();
+    for (name, content) in [("a", "a\n"), ("b", "bbb\n"), ("c", "c\n")] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, content).expect("write blob file");
+        let id = crate::util::git(&git_dir, &["hash-object", "-w", file.to_str().expect("utf-8 path")]);
+        ids.push(String::from_utf8(id).expect("hex").trim_end().to_owned());
+    }
+    let [a, b, c] = <[String; 3]>::try_from(ids).expect("three ids");
+    let list = dir.path().join("pack-list");
+    std::fs::write(&list, format!("{a}\n{b}\n")).expect("write pack list");
+    let pack = Run::new("git")
+        .env("GIT_DIR", &git_dir)
+        .arg("pack-objects")
+        .arg("-q")
+        .arg(git_dir.join("objects/pack/pack"))
+        .stdin(std::fs::read(&list).expect("read pack list"))
+        .run();
+    assert!(pack.status.success(), "git pack-objects: {}", pack.describe());
+    crate::util::git(&git_dir, &["replace", &a, &b]);
+    crate::util::git(&git_dir, &["replace", &c, &b]);
+    (git_dir, [a, b, c])
+}
+
+/// A blob the stream defines whose id is already in a pack is not the stream's own: git finds it in the pack and
+/// reads it back (by mark and by id) through replace refs. One that is only loose is written into git's own
+/// pack and read from there, without replacement.
+#[test]
+fn stream_blobs_already_packed_are_read_through_replace_refs() {
+    let dir = TempDir::new("replaced-stream-blobs");
+    let (git_dir, [a, _b, c]) = replaced_blobs_repo(&dir);
+    let stream = format!(
+        "cat-blob {a}\ncat-blob {c}\nblob\nmark :1\ndata 2\na\n\ncat-blob :1\ncat-blob {a}\n\
+         blob\nmark :2\ndata 2\nc\n\ncat-blob :2\ncat-blob {c}\n"
+    );
+    // cat-blobd first: git fast-import writes a pack into the repository.
+    let ours = Run::cat_blobd()
+        .arg("--git-dir")
+        .arg(&git_dir)
+        .capture_fd3()
+        .arg("--cat-blob-fd=3")
+        .stdin(stream.clone())
+        .run();
+    let git = Run::new("git")
+        .arg("fast-import")
+        .arg("--quiet")
+        .arg("--cat-blob-fd=3")
+        .env("GIT_DIR", &git_dir)
+        .capture_fd3()
+        .stdin(stream)
+        .run();
+    assert_same_as_git("stream blobs and replace refs", &git, &ours);
+    let answers = parse_responses(&git.fd3);
+    assert_eq!(answers.len(), 6, "{}", git.describe());
+}

@@ -24,7 +24,7 @@ use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
 use crate::store::cache::SharedCache;
 use crate::store::stream::{StreamBlobError, StreamBlobs};
-use crate::store::{Kind, Object, ObjectId, ReadError, Resolver, Store, oid};
+use crate::store::{Data, Kind, Object, ObjectId, ReadError, Resolver, Store, oid};
 use ls::{LsError, LsOptions};
 use marks::{Marks, MarksError};
 use options::{ImportMarks, OptionError, Settings};
@@ -551,7 +551,7 @@ impl<'a> Session<'a> {
             Dataref::Mark(mark) => self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?,
         };
         self.count_request();
-        if let Some(data) = self.blobs.get(&oid)? {
+        if let Some(data) = written_blob(&self.blobs, self.store, &oid)? {
             return Ok(engine.ready(Response::blob(&oid, data), Target::Main)?);
         }
         Ok(engine.job(CatBlob { store: self.store, oid }, &mut self.resolver, interactive)?)
@@ -647,7 +647,7 @@ impl ObjectSource for Objects<'_> {
     }
 
     fn read(&mut self, id: &oid) -> Result<Option<Object>, ReadError> {
-        match self.blobs.get(&id.to_owned()) {
+        match written_blob(self.blobs, self.store, id) {
             Ok(Some(data)) => return Ok(Some(Object { kind: Kind::Blob, data })),
             Ok(None) => {}
             Err(err) => {
@@ -666,8 +666,17 @@ impl ObjectSource for Objects<'_> {
     }
 
     fn written_by_stream(&self, id: &oid) -> bool {
-        // git writes a stream blob into its pack unless an existing pack already has it (a loose copy does not
-        // count: `store_object` only checks packs).
         self.blobs.contains(&id.to_owned()) && !self.store.in_pack(id)
     }
+}
+
+/// The bytes of a blob this stream wrote, as git reads it back. git writes a stream blob into its own pack, and
+/// reads it from there, only when no existing pack has it (a loose copy does not count: `store_object` checks
+/// packs only). Otherwise git reads the repository's copy, through replace refs like any object: `None` here.
+fn written_blob(blobs: &StreamBlobs, store: &Store, id: &oid) -> Result<Option<Data>, StreamBlobError> {
+    let id = id.to_owned();
+    if !blobs.contains(&id) || store.in_pack(&id) {
+        return Ok(None);
+    }
+    blobs.get(&id)
 }
