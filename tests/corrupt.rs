@@ -1,7 +1,7 @@
 //! Corrupt input: damaged pack entries and loose objects in a copy of the `basic` fixture.
 //!
 //! git prints `error:` lines and answers `<oid> missing` (exit 0) when no intact copy exists; cat-blobd deliberately
-//! differs (protocol §0): it dies with one `fatal:` line naming the object and where the damage is (pack file and
+//! differs (README, "Where it deliberately differs"): it dies with one `fatal:` line naming the object and where the damage is (pack file and
 //! offset, or loose file), exit 128, after writing every earlier response in full. It never panics and never
 //! presents damage as absence or as wrong bytes.
 
@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::util::{
-    Fixture, Run, TempDir, assert_bytes_eq, blobs, cat_blob_stream, clean_git_env, escape, git, git_fast_import,
+    Fixture, Run, TempDir, assert_bytes_eq, assert_fatal_naming, blobs, cat_blob_stream, clean_git_env, git,
+    git_fast_import,
 };
 
 const MISSING_ONE: &str = "0000000000000000000000000000000000000001";
@@ -136,19 +137,8 @@ fn expect_fatal(what: &str, damaged: &Damaged, earlier: &[String], victim: &str,
     let intact = git_fast_import(Fixture::Basic, &cat_blob_stream(earlier), true);
     assert!(intact.status.success(), "git on the intact fixture: {}", intact.describe());
     let ours = Run::cat_blobd().arg("--git-dir").arg(&damaged.git_dir).capture_fd3().stdin(stream).run();
-    let stderr = escape(&ours.stderr);
-    assert!(!stderr.contains("panicked at"), "{what}: cat-blobd panicked: {stderr}");
-    assert_eq!(ours.status.code(), Some(128), "{what}: {}", ours.describe());
-    assert!(
-        ours.stderr.starts_with(b"fatal: ")
-            && ours.stderr.ends_with(b"\n")
-            && ours.stderr.iter().filter(|&&b| b == b'\n').count() == 1,
-        "{what}: expected one `fatal:` line, got: {stderr}"
-    );
-    assert!(stderr.contains(victim), "{what}: the message does not name object {victim}: {stderr}");
-    assert!(stderr.contains(place), "{what}: the message does not name {place}: {stderr}");
+    assert_fatal_naming(what, &ours, victim, place);
     assert_bytes_eq(&format!("{what}: responses before the damaged object"), &intact.fd3, &ours.fd3);
-    assert!(ours.stdout.is_empty(), "{what}: stdout: {}", escape(&ours.stdout));
 }
 
 /// Intact requests to put before the damaged one: the loose blobs (the damage is in the pack) and a missing id.

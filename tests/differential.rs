@@ -473,7 +473,7 @@ fn cat_blob_fd_not_open_without_requests() {
     assert_same_as_git("--cat-blob-fd=9 closed, no requests", &git, &ours);
 }
 
-/// §0: nothing but `fatal:` lines on stderr unless asked, even without `--quiet`.
+/// Nothing but `fatal:` lines on stderr unless asked, even without `--quiet`.
 #[test]
 fn stderr_is_silent_without_quiet() {
     let stream = discovery_stream(Fixture::Basic);
@@ -510,7 +510,7 @@ fn stats_count_missing_objects_by_what_the_answer_is() {
 /// A repository where blob `a` (packed) and blob `c` (loose only) are both replaced by blob `b`.
 fn replaced_blobs_repo(dir: &TempDir) -> (std::path::PathBuf, [String; 3]) {
     let git_dir = dir.path().join("repo.git");
-    crate::util::git(dir.path(), &["init", "-q", "--bare", git_dir.to_str().expect("utf-8 path")]);
+    crate::util::case::git_init_bare(&git_dir, false);
     let mut ids = Vec::new();
     for (name, content) in [("a", "a\n"), ("b", "bbb\n"), ("c", "c\n")] {
         let file = dir.path().join(name);

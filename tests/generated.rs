@@ -1,4 +1,4 @@
-//! Seeded random valid streams (issue 3, "Tests it must have"): `blob` with and without marks in both data forms
+//! Seeded random valid streams: `blob` with and without marks in both data forms
 //! with binary payloads, `cat-blob` by mark and by id (fixture blobs, stream blobs, missing ids), `get-mark`,
 //! `ls` of existing and missing paths on trees, commits, tags and imported marks, `progress`, comments,
 //! `checkpoint`, leading features and options, and an optional final `done`. Each stream goes through git

@@ -1,186 +1,23 @@
-//! The read grammar, differentially (issue 3, items 1–9): each stream goes through `git fast-import
-//! --cat-blob-fd=3` and through cat-blobd, each in its own throwaway bare repository that borrows the objects of a
-//! fixture through alternates (git writes into its repository, and marks files live in it). The cat-blob fd,
-//! stdout and the exit status must be identical, the first stderr line equal ignoring ASCII case (with each
-//! repository's path shown as `<repo>`), and the marks files a case names identical byte for byte.
-//!
-//! Every case also states what git itself does (exit status, and a piece or the whole of its first stderr line),
-//! so a git that changed cannot turn a case into a comparison of two no-ops.
-//!
-//! Templates: `{name}` in a stream, a file or an expected message is an object id of the `basic` fixture (see
-//! [`fixture_ids`]), `{NAME}` the same in upper case, `{id:TEXT}` the SHA-1 blob id of `TEXT` (`{ID:TEXT}` in upper case). `{repo}` in an
-//! argument or environment value is the repository the program runs in.
+//! The fast-import read grammar, case by case, through the differential runner in [`crate::util::case`]: the
+//! line reader, `data`, `blob`, marks and `get-mark`, top-level `ls`, `feature`/`option`, git fast-import's
+//! command-line flags, marks files, and `progress`/`checkpoint`/`done`. Each case also states what git itself
+//! does (exit status, and a piece or the whole of its first stderr line).
 
 use std::collections::HashMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::util::{
-    CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, assert_same_as_git, clean_git_env, escape,
-    read_all, rev_parse,
+use crate::util::case::{
+    Case, Checks, Source, blob_id, case, cases, expand, expand_str, expand_with, fixture_ids, git_init_bare,
+    sha1_blob_id, throwaway,
 };
-
-const MISSING_ONE: &str = "0000000000000000000000000000000000000001";
-const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
-const EMPTY_BLOB: &str = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
-
-// ---------------------------------------------------------------------------------------------------------------
-// Templates
-
-/// Object ids of the `basic` fixture, by template name.
-fn fixture_ids() -> &'static HashMap<&'static str, String> {
-    static IDS: OnceLock<HashMap<&'static str, String>> = OnceLock::new();
-    IDS.get_or_init(|| {
-        let revs = [
-            ("blob", "HEAD:README.md"),
-            ("blob2", "HEAD:no-newline.txt"),
-            ("binary", "HEAD:binary-nul.bin"),
-            ("tree", "HEAD^{tree}"),
-            ("subtree", "HEAD:src"),
-            ("commit", "HEAD"),
-            ("old_commit", "HEAD~5"),
-            ("tag", "refs/tags/v1.0"),
-            ("tag_commit", "v1.0^{commit}"),
-            ("tag_src", "v1.0^{commit}:src"),
-            ("tag_docs", "v1.0^{commit}:docs"),
-            ("lonely", "refs/tags/lonely-blob"),
-        ];
-        let mut ids: HashMap<&'static str, String> =
-            revs.iter().map(|(name, rev)| (*name, rev_parse(Fixture::Basic, rev))).collect();
-        ids.insert("missing", MISSING_ONE.to_owned());
-        ids.insert("empty_blob", EMPTY_BLOB.to_owned());
-        ids.insert("empty_tree", EMPTY_TREE.to_owned());
-        ids
-    })
-}
-
-/// The blob id of `payload` in the given hash (`blob <len>\0<payload>`).
-fn blob_id(kind: gix_hash::Kind, payload: &[u8]) -> String {
-    let mut hasher = gix_hash::hasher(kind);
-    hasher.update(format!("blob {}\0", payload.len()).as_bytes());
-    hasher.update(payload);
-    hasher.try_finalize().expect("no collision").to_hex().to_string()
-}
-
-fn sha1_blob_id(payload: &[u8]) -> String {
-    blob_id(gix_hash::Kind::Sha1, payload)
-}
-
-/// Expands `{name}`, `{NAME}` and `{id:TEXT}` (see the module documentation).
-fn expand(template: &[u8]) -> Vec<u8> {
-    expand_with(template, fixture_ids())
-}
-
-fn expand_with(template: &[u8], ids: &HashMap<&'static str, String>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(template.len());
-    let mut rest = template;
-    while let Some(open) = rest.iter().position(|&b| b == b'{') {
-        out.extend_from_slice(&rest[..open]);
-        let close = open + rest[open..].iter().position(|&b| b == b'}').expect("unclosed { in template");
-        let key = &rest[open + 1..close];
-        if let Some(text) = key.strip_prefix(b"id:") {
-            out.extend_from_slice(sha1_blob_id(text).as_bytes());
-        } else if let Some(text) = key.strip_prefix(b"ID:") {
-            out.extend_from_slice(sha1_blob_id(text).to_ascii_uppercase().as_bytes());
-        } else {
-            let name = std::str::from_utf8(key).expect("ASCII template name");
-            let lower = name.to_ascii_lowercase();
-            let id = ids.get(lower.as_str()).unwrap_or_else(|| panic!("unknown template name {{{name}}}"));
-            if name == lower {
-                out.extend_from_slice(id.as_bytes());
-            } else {
-                out.extend_from_slice(id.to_ascii_uppercase().as_bytes());
-            }
-        }
-        rest = &rest[close + 1..];
-    }
-    out.extend_from_slice(rest);
-    out
-}
-
-fn expand_str(template: &str) -> String {
-    String::from_utf8(expand(template.as_bytes())).expect("UTF-8")
-}
-
-fn replace_bytes(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
-    if needle.is_empty() {
-        return haystack.to_vec();
-    }
-    let mut out = Vec::with_capacity(haystack.len());
-    let mut i = 0;
-    while i < haystack.len() {
-        if haystack[i..].starts_with(needle) {
-            out.extend_from_slice(with);
-            i += needle.len();
-        } else {
-            out.push(haystack[i]);
-            i += 1;
-        }
-    }
-    out
-}
+use crate::util::{CAT_BLOBD, Fixture, Rng, Run, TempDir, assert_bytes_eq, clean_git_env, escape, git_in, read_all};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Repositories
-
-/// Where a case's objects come from: a fixture, or a repository built by a test (kept alive by that test).
-#[derive(Clone)]
-enum Source {
-    Fixture(Fixture),
-    Extra { objects: Vec<PathBuf>, sha256: bool },
-}
-
-impl Source {
-    fn objects(&self) -> Vec<PathBuf> {
-        match self {
-            Source::Fixture(fixture) => fixture.object_dirs(),
-            Source::Extra { objects, .. } => objects.clone(),
-        }
-    }
-
-    fn sha256(&self) -> bool {
-        matches!(self, Source::Extra { sha256: true, .. })
-    }
-}
-
-/// Runs git with the pinned test configuration; panics if it fails.
-fn git_in(git_dir: &Path, args: &[&str], stdin: &[u8]) -> Vec<u8> {
-    let mut cmd = Command::new("git");
-    clean_git_env(&mut cmd);
-    cmd.env("GIT_DIR", git_dir).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn git");
-    let writer = crate::util::feed_stdin(&mut child, stdin.to_vec());
-    let out = child.wait_with_output().expect("wait for git");
-    writer.join().expect("stdin writer");
-    assert!(out.status.success(), "git {args:?} in {} failed: {}", git_dir.display(), escape(&out.stderr));
-    out.stdout
-}
-
-fn git_init_bare(path: &Path, sha256: bool) {
-    let mut cmd = Command::new("git");
-    clean_git_env(&mut cmd);
-    cmd.args(["init", "-q", "--bare", "-b", "main"]);
-    if sha256 {
-        cmd.arg("--object-format=sha256");
-    }
-    let out = cmd.arg(path).stdin(Stdio::null()).output().expect("git init");
-    assert!(out.status.success(), "git init {}: {}", path.display(), escape(&out.stderr));
-}
-
-/// A throwaway bare repository borrowing `source`'s objects. Returns the scratch dir (keep it) and the git dir.
-fn throwaway(source: &Source, label: &str) -> (TempDir, PathBuf) {
-    let dir = TempDir::new(label);
-    let repo = dir.path().join("repo.git");
-    git_init_bare(&repo, source.sha256());
-    let alternates: String = source.objects().iter().map(|d| format!("{}\n", d.display())).collect();
-    fs::write(repo.join("objects/info/alternates"), alternates).expect("write alternates");
-    (dir, repo)
-}
 
 /// A small repository with nested annotated tags, a tag to a blob, a symlink, an executable, a gitlink and a
 /// quoted name, written by `git fast-import` with pinned dates in the given hash.
@@ -244,226 +81,7 @@ impl TagsRepo {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// A differential case
-
-type Prepare = Box<dyn Fn(&Path)>;
-
-/// One stream, run through git fast-import and cat-blobd in two identical throwaway repositories.
-struct Case {
-    what: String,
-    source: Source,
-    stream: Vec<u8>,
-    args: Vec<String>,
-    /// cat-blobd's own flags (git does not know them).
-    own_args: Vec<String>,
-    envs: Vec<(String, String)>,
-    fd3: bool,
-    files: Vec<(String, Vec<u8>)>,
-    prepare: Option<Prepare>,
-    compare: Vec<String>,
-    compare_stderr: bool,
-}
-
-/// A case on the `basic` fixture; the stream is a template.
-fn case(what: &str, stream: impl AsRef<[u8]>) -> Case {
-    Case {
-        what: what.to_owned(),
-        source: Source::Fixture(Fixture::Basic),
-        stream: expand(stream.as_ref()),
-        args: Vec::new(),
-        own_args: Vec::new(),
-        envs: Vec::new(),
-        fd3: true,
-        files: Vec::new(),
-        prepare: None,
-        compare: Vec::new(),
-        compare_stderr: true,
-    }
-}
-
-impl Case {
-    fn on(mut self, source: Source) -> Case {
-        self.source = source;
-        self
-    }
-
-    /// A stream that is not a template (used as is).
-    fn raw_stream(mut self, stream: Vec<u8>) -> Case {
-        self.stream = stream;
-        self
-    }
-
-    /// git fast-import flags for both programs, after `--quiet --cat-blob-fd=3`.
-    fn args(mut self, args: &[&str]) -> Case {
-        self.args.extend(args.iter().map(|a| (*a).to_owned()));
-        self
-    }
-
-    /// cat-blobd's own flags, given to cat-blobd only (before the git flags).
-    fn own_args(mut self, args: &[&str]) -> Case {
-        self.own_args.extend(args.iter().map(|a| (*a).to_owned()));
-        self
-    }
-
-    fn env(mut self, key: &str, value: &str) -> Case {
-        self.envs.push((key.to_owned(), value.to_owned()));
-        self
-    }
-
-    /// No `--cat-blob-fd=3`: responses go to stdout, mixed with progress.
-    fn responses_on_stdout(mut self) -> Case {
-        self.fd3 = false;
-        self
-    }
-
-    /// A file (path relative to the repository) written in both repositories before the run; a template.
-    fn file(mut self, path: &str, contents: impl AsRef<[u8]>) -> Case {
-        self.files.push((path.to_owned(), expand(contents.as_ref())));
-        self
-    }
-
-    fn raw_file(mut self, path: &str, contents: Vec<u8>) -> Case {
-        self.files.push((path.to_owned(), contents));
-        self
-    }
-
-    /// Runs in both repositories (given their git dir) before the programs run.
-    fn prepare(mut self, prepare: impl Fn(&Path) + 'static) -> Case {
-        self.prepare = Some(Box::new(prepare));
-        self
-    }
-
-    /// A file (relative to the repository) that must end up the same in both (existence and bytes), with its
-    /// `.lock` file.
-    fn compare(mut self, path: &str) -> Case {
-        self.compare.push(path.to_owned());
-        self
-    }
-
-    /// Compare the exit status and the output only (cat-blobd prints its own usage text).
-    fn ignore_stderr(mut self) -> Case {
-        self.compare_stderr = false;
-        self
-    }
-
-    /// Runs the case, checks that git exits with `code` and that its first stderr line matches `message`, then
-    /// compares cat-blobd with git. `message` is a template; one starting with `fatal:`, `error:` or `warning:`
-    /// must be the whole line (ignoring ASCII case), anything else a part of it; `""` checks nothing.
-    #[track_caller]
-    fn expect(self, code: i32, message: &str) -> Output {
-        let (_git_dir, git_repo) = throwaway(&self.source, "git");
-        let (_ours_dir, ours_repo) = throwaway(&self.source, "ours");
-        for repo in [&git_repo, &ours_repo] {
-            for (path, contents) in &self.files {
-                let path = repo.join(path);
-                fs::create_dir_all(path.parent().expect("parent")).expect("create parent");
-                fs::write(&path, contents).expect("write case file");
-            }
-            if let Some(prepare) = &self.prepare {
-                prepare(repo);
-            }
-        }
-        let git = normalise(self.run_in(Run::new("git").arg("fast-import").arg("--quiet"), &git_repo), &git_repo);
-        let ours = self.own_args.iter().fold(Run::cat_blobd(), |run, arg| run.arg(arg));
-        let ours = normalise(self.run_in(ours, &ours_repo), &ours_repo);
-        let what = &self.what;
-
-        assert_eq!(git.status.code(), Some(code), "{what}: git did not do what this case is about: {}", git.describe());
-        let want = expand(message.as_bytes()).to_ascii_lowercase();
-        let first = git.first_stderr_line().to_ascii_lowercase();
-        let whole_line = [&b"fatal:"[..], b"error:", b"warning:"].iter().any(|p| want.starts_with(p));
-        let matches =
-            if whole_line { first == want } else { want.is_empty() || first.windows(want.len()).any(|w| w == want) };
-        assert!(
-            matches,
-            "{what}: git's first stderr line is not the expected one (whole line: {whole_line})\n  git:      {}\n  expected: {}",
-            escape(&first),
-            escape(&want)
-        );
-
-        let (mut git, mut ours) = (git, ours);
-        if !self.compare_stderr {
-            git.stderr.clear();
-            ours.stderr.clear();
-        }
-        assert_same_as_git(what, &git, &ours);
-        for path in &self.compare {
-            for path in [path.clone(), format!("{path}.lock")] {
-                let (g, o) = (fs::read(git_repo.join(&path)).ok(), fs::read(ours_repo.join(&path)).ok());
-                match (&g, &o) {
-                    (Some(g), Some(o)) => assert_bytes_eq(&format!("{what}: file {path}"), g, o),
-                    _ => assert_eq!(
-                        g.is_some(),
-                        o.is_some(),
-                        "{what}: file {path}: git wrote it: {}, cat-blobd wrote it: {}",
-                        g.is_some(),
-                        o.is_some()
-                    ),
-                }
-            }
-        }
-        git
-    }
-
-    fn run_in(&self, mut run: Run, repo: &Path) -> Output {
-        let repo_text = repo.to_str().expect("UTF-8 path");
-        if self.fd3 {
-            run = run.capture_fd3();
-        }
-        for arg in &self.args {
-            run = run.arg(arg.replace("{repo}", repo_text));
-        }
-        for (key, value) in &self.envs {
-            run = run.env(key, value.replace("{repo}", repo_text));
-        }
-        run.env("GIT_DIR", repo).current_dir(repo).stdin(self.stream.clone()).run()
-    }
-}
-
-/// Runs every sub-case of a test even when one fails, then fails naming the failed ones (each failure's message
-/// is printed above by the panic hook).
-#[derive(Default)]
-struct Checks {
-    failed: Vec<String>,
-    total: usize,
-}
-
-impl Checks {
-    fn finish(self) {
-        assert!(self.failed.is_empty(), "{} of {} sub-cases failed: {:?}", self.failed.len(), self.total, self.failed);
-    }
-}
-
-impl Case {
-    /// [`Case::expect`], recording a failure in `checks` instead of stopping the test.
-    fn check(self, checks: &mut Checks, code: i32, message: &str) {
-        let what = self.what.clone();
-        checks.total += 1;
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.expect(code, message)));
-        if result.is_err() {
-            checks.failed.push(what);
-        }
-    }
-}
-
-/// Shows the repository's path as `<repo>` in stderr, so messages naming marks files compare equal.
-fn normalise(out: Output, repo: &Path) -> Output {
-    let stderr = replace_bytes(&out.stderr, repo.as_os_str().as_bytes(), b"<repo>");
-    Output { stderr, ..out }
-}
-
-/// `name: stream => code, "message";` — a differential case on `basic` (see [`Case::expect`]).
-macro_rules! cases {
-    ($($name:ident: $stream:expr => $code:literal, $message:literal;)*) => {$(
-        #[test]
-        fn $name() {
-            case(stringify!($name), $stream).expect($code, $message);
-        }
-    )*};
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// 1. The line reader: LF-only lines, comments, NUL, the last line, the stale buffer at EOF (§2)
+// 1. The line reader: LF-only lines, comments, NUL, the last line, the stale buffer at EOF
 
 cases! {
     comments_between_commands_and_blob_header_lines:
@@ -504,7 +122,7 @@ cases! {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// 1. `data`: strtoumax counts, delimited bodies, the optional LF, EOF (§4.2)
+// 1. `data`: strtoumax counts, delimited bodies, the optional LF, EOF
 
 cases! {
     data_count_trailing_junk: b"blob\nmark :1\ndata 3x\nabc\ncat-blob :1\n" => 0, "";
@@ -617,7 +235,7 @@ fn data_long_delimited_body() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// 2. `blob`: hashing, `original-oid`, readable by mark and by id (§4.1, §4.3, §6)
+// 2. `blob`: hashing, `original-oid`, readable by mark and by id
 
 cases! {
     blob_readable_by_mark_and_by_id: b"blob\nmark :1\ndata 5\nhello\ncat-blob :1\ncat-blob {id:hello}\nget-mark :1\n" => 0, "";
@@ -669,7 +287,7 @@ fn blob_ls_of_a_stream_blob_is_not_a_tree_ish() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// 3. Marks and `get-mark` (§4.1, §5.1, §7)
+// 3. Marks and `get-mark`
 
 cases! {
     mark_with_leading_space: b"blob\nmark : 1\ndata 3\nabc\nget-mark :1\nget-mark : 1\ncat-blob : 1\n" => 0, "";
@@ -765,7 +383,7 @@ fn nested_tags_and_tag_to_blob_sha1() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// 5. `feature` and `option` (§9.1–9.3)
+// 5. `feature` and `option`
 
 cases! {
     feature_after_comment: b"# generated by a frontend\nfeature done\ndone\n" => 128, "fatal: got feature command 'done' after data command";
@@ -892,7 +510,7 @@ fn feature_rewrite_submodules_translates_ids() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// 5. git fast-import's command-line flags (§9.4): applied after the leading feature lines, overriding them
+// 5. git fast-import's command-line flags: applied after the leading feature lines, overriding them
 
 fn flag_case(what: &str, flags: &[&str], stream: &str) -> Case {
     case(what, stream).args(flags)
@@ -1027,7 +645,7 @@ fn flag_cat_blob_fd_overrides() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// 6. Marks files (§9.5–9.6)
+// 6. Marks files
 
 const FOUR_MARKS: &str = ":1 {blob}\n:2 {commit}\n:3 {tree}\n:4 {tag}\n";
 const USE_FOUR_MARKS: &str = "get-mark :1\nget-mark :2\nget-mark :3\nget-mark :4\ncat-blob :1\nls :2 README.md\nls :4 src\nls :3 \ncat-blob :3\n";
@@ -1393,7 +1011,7 @@ fn marks_export_at_checkpoint() {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// 7. `progress`, `checkpoint`, `done`, `feature done` (§10)
+// 7. `progress`, `checkpoint`, `done`, `feature done`
 
 cases! {
     progress_echoes_the_line: b"progress hello, world\ncat-blob {blob2}\nprogress second\n" => 0, "";

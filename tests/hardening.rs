@@ -1,11 +1,11 @@
-//! Hardening (issue 6): hostile streams, damaged repositories, allocation limits and output faults.
+//! Hardening: hostile streams, damaged repositories, allocation limits and output faults.
 //!
 //! Damaged repositories come from `fixtures/damage.sh`, which copies the `basic` fixture once per kind of
 //! damage and says which objects each copy affects. For every copy, a stream asks first for intact objects
 //! (loose, from other packs, or from the damaged file before the damage) and then for an affected one:
 //! cat-blobd must write every earlier response in full (the same bytes git gives for them), then exactly one
-//! `fatal:` line naming the object and the damaged file, exit 128, never a panic (protocol §0: damage is never
-//! presented as `missing`). Where git's behaviour is defined (bad streams, fd faults), it is the oracle.
+//! `fatal:` line naming the object and the damaged file, exit 128, never a panic (damage is never presented as
+//! `missing`). Where git's behaviour is defined (bad streams, fd faults), it is the oracle.
 
 use std::collections::HashSet;
 use std::fs;
@@ -20,8 +20,9 @@ use std::time::Duration;
 use cat_blobd::store::{Damage, Location, Resolver, Store, StoreOptions};
 
 use crate::util::{
-    CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, assert_same_as_git, blobs, cat_blob_stream,
-    clean_git_env, differential, escape, feed_stdin, git, git_fast_import, oracle, read_all, wait_with_timeout,
+    CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, assert_fatal_naming, assert_same_as_git, blobs,
+    cat_blob_stream, clean_git_env, differential, escape, feed_stdin, git, git_fast_import, oracle, read_all,
+    wait_with_timeout,
 };
 
 const DAMAGE_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/damage.sh");
@@ -155,23 +156,6 @@ fn git_on(objects_dir: &Path, stream: &[u8]) -> Output {
         .stdin(stream)
         .capture_fd3()
         .run()
-}
-
-/// Exit 128, one `fatal:` line naming `id` and `place`, no panic, nothing on stdout.
-#[track_caller]
-fn assert_fatal_naming(what: &str, ours: &Output, id: &str, place: &str) {
-    let stderr = escape(&ours.stderr);
-    assert!(!stderr.contains("panicked"), "{what}: cat-blobd panicked: {stderr}");
-    assert_eq!(ours.status.code(), Some(128), "{what}: {}", ours.describe());
-    assert!(
-        ours.stderr.starts_with(b"fatal: ")
-            && ours.stderr.ends_with(b"\n")
-            && ours.stderr.iter().filter(|&&b| b == b'\n').count() == 1,
-        "{what}: expected exactly one `fatal:` line, got: {stderr}"
-    );
-    assert!(stderr.contains(id), "{what}: the message does not name object {id}: {stderr}");
-    assert!(stderr.contains(place), "{what}: the message does not name {place}: {stderr}");
-    assert!(ours.stdout.is_empty(), "{what}: stdout: {}", escape(&ours.stdout));
 }
 
 /// The check every damaged copy gets: intact requests (loose blobs or packed ones, a missing id where the

@@ -4,7 +4,7 @@
 //! never a stuck CI.
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -12,7 +12,8 @@ use std::thread;
 use std::time::Duration;
 
 use crate::util::{
-    CAT_BLOBD, Fixture, Rng, assert_bytes_eq, blobs, cat_blob_stream, clean_git_env, escape, git_fast_import, read_all,
+    CAT_BLOBD, Fixture, Rng, assert_bytes_eq, blobs, cat_blob_stream, clean_git_env, escape, git_fast_import,
+    parse_responses, read_all, read_response,
 };
 
 const REQUESTS: usize = 1000;
@@ -27,43 +28,10 @@ enum Transport {
     Fd3,
 }
 
-/// Splits the oracle's batch output into the raw bytes of each response, keyed by id.
-fn split_responses(mut bytes: &[u8]) -> HashMap<String, Vec<u8>> {
-    let mut replies = HashMap::new();
-    while !bytes.is_empty() {
-        let nl = bytes.iter().position(|&b| b == b'\n').expect("header LF");
-        let header = std::str::from_utf8(&bytes[..nl]).expect("ascii header");
-        let id = header.split(' ').next().expect("id").to_owned();
-        let len = match header.split(' ').collect::<Vec<_>>().as_slice() {
-            [_, "missing"] => nl + 1,
-            [_, "blob", size] => nl + 1 + size.parse::<usize>().expect("size") + 1,
-            _ => panic!("unexpected header {header:?}"),
-        };
-        replies.insert(id, bytes[..len].to_vec());
-        bytes = &bytes[len..];
-    }
-    replies
-}
-
-/// Reads one complete reply: `<hex> missing\n`, or `<hex> blob <size>\n` + size bytes + `\n`.
-fn read_reply(from: &mut impl BufRead) -> io::Result<Vec<u8>> {
-    let mut reply = Vec::new();
-    if from.read_until(b'\n', &mut reply)? == 0 || !reply.ends_with(b"\n") {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("EOF in header {:?}", escape(&reply))));
-    }
-    let header = std::str::from_utf8(&reply[..reply.len() - 1])
-        .map_err(|_| io::Error::other(format!("non-ASCII header {}", escape(&reply))))?;
-    match header.split(' ').collect::<Vec<_>>().as_slice() {
-        [_, "missing"] => Ok(reply),
-        [_, "blob", size] => {
-            let size: usize = size.parse().map_err(|_| io::Error::other(format!("bad size in {header:?}")))?;
-            let start = reply.len();
-            reply.resize(start + size + 1, 0);
-            from.read_exact(&mut reply[start..])?;
-            Ok(reply)
-        }
-        _ => Err(io::Error::other(format!("unexpected header {header:?}"))),
-    }
+/// The oracle's batch output as the raw bytes of each response, keyed by id.
+fn split_responses(bytes: &[u8]) -> HashMap<String, Vec<u8>> {
+    let id = |raw: &[u8]| String::from_utf8(raw.split(|&b| b == b' ').next().expect("id").to_vec()).expect("hex");
+    parse_responses(bytes).into_iter().map(|raw| (id(&raw), raw)).collect()
 }
 
 /// Kills the child when the test ends early (panics included), so no process outlives its test.
@@ -147,7 +115,7 @@ fn one_request_at_a_time(transport: Transport) {
         if let Err(err) = writeln!(input, "cat-blob {id}").and_then(|()| input.flush()) {
             fail(n, id, &err);
         }
-        let reply = read_reply(&mut output).unwrap_or_else(|err| fail(n, id, &err));
+        let reply = read_response(&mut output).unwrap_or_else(|err| fail(n, id, &err));
         assert_bytes_eq(&format!("{transport:?}: reply #{n} (cat-blob {id})"), &expected[*id], &reply);
         tick.send(()).expect("watchdog alive");
     }

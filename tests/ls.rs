@@ -1,143 +1,31 @@
-//! `ls <dataref> <path>` against the installed git: the same stream through `git fast-import --cat-blob-fd=3` (in a
-//! throwaway repository borrowing the fixture's objects, with the same config and replace refs) and through
-//! cat-blobd. The cat-blob fd, stdout and exit status must be identical, the first stderr line equal ignoring
-//! ASCII case.
+//! `ls <dataref> <path>`, through the differential runner in [`crate::util::case`] (git in a throwaway
+//! repository borrowing the fixture's objects, with the same config and replace refs).
 //!
-//! The fixture (built by `FIXTURE_SCRIPT` with real git, pinned dates) has nested directories, names with every
-//! byte class that needs quoting, a symlink, a gitlink, an executable, annotated, nested and odd tags, a replaced
-//! commit, and hand-made trees, commits and tags that `git mktree`/`git commit` would refuse (raw modes such as
-//! `100664`, `644`, `40755`; null ids; corrupt entries; bad `tree`/`object` lines).
+//! The repositories (built by fixtures/make-ls-fixture.sh with real git, pinned dates) have nested directories,
+//! names with every byte class that needs quoting, a symlink, a gitlink, an executable, annotated, nested and odd
+//! tags, a replaced commit, and hand-made trees, commits and tags that `git mktree`/`git commit` would refuse (raw
+//! modes such as `100664`, `644`, `40755`; null ids; corrupt entries; bad `tree`/`object` lines).
 
 use std::collections::HashMap;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::util::{Output, Run, TempDir, assert_same_as_git, clean_git_env, escape};
+use crate::util::case::{Case, Source};
+use crate::util::{Output, build_with_script, escape, git};
 
 const NULL: &str = "0000000000000000000000000000000000000000";
 const MISSING: &str = "1234567890123456789012345678901234567890";
 const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+const MAKE_LS_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-ls-fixture.sh");
 
-/// Builds `$1/sha1` (the main repository) and `$1/sha256`, and writes `name=id` lines to `$1/ids`.
-const FIXTURE_SCRIPT: &str = r##"
-set -euo pipefail
-OUT=$1
-for v in $(env | sed -n 's/^\(GIT_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
-export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null HOME="$OUT/home" XDG_CONFIG_HOME="$OUT/home/.config"
-export TZ=UTC LC_ALL=C LANG=C
-export GIT_AUTHOR_NAME='A U Thor' GIT_AUTHOR_EMAIL='author@example.com' GIT_AUTHOR_DATE='@1700000000 +0000'
-export GIT_COMMITTER_NAME='C O Mitter' GIT_COMMITTER_EMAIL='committer@example.com'
-export GIT_COMMITTER_DATE='@1700000000 +0000'
-export GIT_CONFIG_COUNT=3 GIT_CONFIG_KEY_0=gc.auto GIT_CONFIG_VALUE_0=0
-export GIT_CONFIG_KEY_1=advice.nestedTag GIT_CONFIG_VALUE_1=false GIT_CONFIG_KEY_2=core.fsync GIT_CONFIG_VALUE_2=none
-mkdir -p "$HOME"
-
-id() { printf '%s=%s\n' "$1" "$2" >>"$OUT/ids"; }
-bin() { printf "$(printf '%s' "$1" | sed 's/../\\x&/g')"; }         # hex -> raw bytes
-entry() { printf '%s %s\0' "$1" "$2"; bin "$3"; }                    # one raw tree entry
-literally() { git hash-object -t "$1" --literally -w --stdin; }
-blob() { printf '%s' "$1" | git hash-object -w --stdin; }
-add() { git update-index --add --cacheinfo "$1,$2,$3"; }
-upper() { printf '%s' "$1" | tr a-f A-F; }
-NULL=0000000000000000000000000000000000000000
-MISSING=1234567890123456789012345678901234567890
-
-# --- sha1: an ordinary history -----------------------------------------------------------------------------------
-git init -q -b main "$OUT/sha1"
-cd "$OUT/sha1"
-HELLO=$(blob $'hello\n'); id hello "$HELLO"
-OTHER=$(blob $'other\n'); id other "$OTHER"
-add 100644 "$HELLO" hello.txt
-add 100644 "$OTHER" 'with space.txt'
-add 100644 "$HELLO" ' lead and trail '
-add 100644 "$HELLO" dir/y
-add 100644 "$OTHER" dir/sub/deeper/file
-add 100644 "$HELLO" dir/sub/z
-add 100644 "$OTHER" Dir/F
-add 100644 "$HELLO" Case
-add 100644 "$OTHER" case
-add 100755 "$OTHER" exe
-add 120000 "$(blob hello.txt)" link
-add 160000 1234567890abcdef1234567890abcdef12345678 gitlink
-for name in $'ctl\001x' $'esc\033x' $'del\177x' 'quo"te' 'back\slash' $'with\ttab' $'new\nline' 'ünï' \
-    $'bell\a\b\f\v\r' $'mix\001\177\033\a\b\f\v\r\\"\351 z' '"lead' $'latin1\351' $'cr\r'; do
-    add 100644 "$HELLO" "$name"
-done
-TREE=$(git write-tree); id tree "$TREE"
-COMMIT=$(git commit-tree -m first "$TREE"); id commit "$COMMIT"
-git update-ref refs/heads/main "$COMMIT"
-git tag -a -m annotated v1 "$COMMIT"; id tag "$(git rev-parse v1)"
-git tag -a -m nested v1-nested v1; id nested_tag "$(git rev-parse v1-nested)"
-git tag -a -m nested2 v1-nested2 v1-nested; id nested2_tag "$(git rev-parse v1-nested2)"
-git tag -a -m 'of a blob' blobtag "$HELLO"; id blob_tag "$(git rev-parse blobtag)"
-git tag -a -m 'of a tree' treetag "$TREE"; id tree_tag "$(git rev-parse treetag)"
-SMALL=$(printf '100644 blob %s\tonly.txt\n' "$OTHER" | git mktree)
-REPLACED=$(git commit-tree -m replaced "$SMALL"); id replaced "$REPLACED"
-REPLACEMENT=$(git commit-tree -m replacement "$TREE"); id replacement "$REPLACEMENT"
-git update-ref refs/keep/replaced "$REPLACED"
-git replace "$REPLACED" "$REPLACEMENT"
-git repack -adq
-
-# --- sha1: hand-made objects, loose ------------------------------------------------------------------------------
-DIR=$(git rev-parse "$TREE:dir")
-CORRUPT=$( { printf '10064x a\0'; bin "$HELLO"; } | literally tree); id corrupt_nonoctal "$CORRUPT"
-id corrupt_empty_mode "$( { printf ' a\0'; bin "$HELLO"; } | literally tree)"
-id corrupt_nul_in_mode "$( { entry 100644 a "$HELLO"; printf 10; printf '\0'; printf '644 b\0'; bin "$HELLO"; } | literally tree)"
-id corrupt_trailing_digits "$( { entry 100644 a "$HELLO"; printf '1006'; } | literally tree)"
-ODD=$( {
-    entry 100664 m100664 "$HELLO"; entry 644 m644 "$HELLO"; entry 40755 m40755 "$DIR"; entry 040000 m040000 "$DIR"
-    entry 0 m0 "$HELLO"; entry 4000 m4000 "$HELLO"; entry 104644 m104644 "$HELLO"; entry 140000 m140000 "$HELLO"
-    entry 1100644 m1100644 "$HELLO"; entry 00000100644 m00000100644 "$HELLO"; entry 44000 m44000 "$DIR"
-    entry 160755 m160755 "$HELLO"; entry 120755 m120755 "$HELLO"
-    entry 40000 nulldir "$NULL"; entry 40755 nulldir755 "$NULL"; entry 100644 nullblob "$NULL"
-    entry 100644 '' "$HELLO"; entry 100644 'a/b' "$HELLO"; entry 100644 dup "$HELLO"; entry 100644 dup "$OTHER"
-    entry 40000 toblob "$HELLO"; entry 40000 tomissing "$MISSING"; entry 40000 tocommit "$COMMIT"
-    entry 40000 tocorrupt "$CORRUPT"; entry 40000 Upper "$DIR"
-} | literally tree); id odd "$ODD"
-id commit_upper "$(printf 'tree %s' "$(upper "$TREE")" | literally commit)"
-id commit_word "$(printf 'XXXX %sjunk' "$TREE" | literally commit)"
-id commit_long "$(printf 'tree %s%s\n' "$TREE" "$TREE" | literally commit)"
-id commit_short "$(printf 'tree %s' "${TREE:0:39}" | literally commit)"
-id commit_nonhex "$(printf 'tree %sg\n' "${TREE:0:39}" | literally commit)"
-id commit_empty "$(printf '' | literally commit)"
-id commit_to_blob "$(printf 'tree %s\n' "$HELLO" | literally commit)"
-id commit_to_missing "$(printf 'tree %s\n' "$MISSING" | literally commit)"
-id commit_to_null "$(printf 'tree %s\n' "$NULL" | literally commit)"
-id commit_to_commit "$(printf 'tree %s\n' "$COMMIT" | literally commit)"
-id commit_to_odd "$(printf 'tree %s\n' "$ODD" | literally commit)"
-id tag_upper "$(printf 'object %s' "$(upper "$COMMIT")" | literally tag)"
-id tag_short "$(printf 'object %s' "${COMMIT:0:39}" | literally tag)"
-id tag_to_bad_commit "$(printf 'object %s\n' "$(printf 'tree %s' "${TREE:0:39}" | literally commit)" | literally tag)"
-id tag_to_missing "$(printf 'object %s\n' "$MISSING" | literally tag)"
-id tag_to_tag_to_blob "$(printf 'object %s\ntype tag\n' "$(git rev-parse blobtag)" | literally tag)"
-# `d` names the blob `streamblob`, which is in no repository (a stream defines it).
-id stream_blob_dir "$(entry 40000 d "$(printf streamblob | git hash-object --stdin)" | literally tree)"
-
-# --- sha256 ------------------------------------------------------------------------------------------------------
-git init -q -b main --object-format=sha256 "$OUT/sha256"
-cd "$OUT/sha256"
-H256=$(blob $'hello\n'); id s256_hello "$H256"
-add 100644 "$H256" hello.txt
-add 100644 "$H256" dir/y
-add 100644 "$H256" 'ünï'
-T256=$(git write-tree); id s256_tree "$T256"
-C256=$(git commit-tree -m first "$T256"); id s256_commit "$C256"
-git update-ref refs/heads/main "$C256"
-git tag -a -m annotated v1 "$C256"; id s256_tag "$(git rev-parse v1)"
-id s256_odd "$( { entry 644 m644 "$H256"; entry 40000 nulldir 0000000000000000000000000000000000000000000000000000000000000000; } | literally tree)"
-id s256_commit_short "$(printf 'tree %s\n' "${T256:0:40}" | literally commit)"
-touch "$OUT/COMPLETE"
-"##;
-
-/// The fixture: where it is, and the ids the script recorded.
-struct Fixture {
+/// The repositories of these tests: where they are, and the ids the script recorded.
+struct LsRepos {
     root: PathBuf,
     ids: HashMap<String, String>,
 }
 
-impl Fixture {
+impl LsRepos {
     fn id(&self, name: &str) -> &str {
         self.ids.get(name).unwrap_or_else(|| panic!("the fixture script records no id named {name}"))
     }
@@ -148,10 +36,10 @@ impl Fixture {
 }
 
 /// Built once per test process; cached across runs under a name that changes with the script.
-fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+fn fixture() -> &'static LsRepos {
+    static FIXTURE: OnceLock<LsRepos> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let root = build_fixture();
+        let root = build_with_script(MAKE_LS_FIXTURE, "ls-fixture");
         let ids = fs::read_to_string(root.join("ids")).expect("read ids");
         let ids = ids
             .lines()
@@ -160,34 +48,8 @@ fn fixture() -> &'static Fixture {
                 (name.to_owned(), id.to_owned())
             })
             .collect();
-        Fixture { root, ids }
+        LsRepos { root, ids }
     })
-}
-
-fn build_fixture() -> PathBuf {
-    let hash =
-        FIXTURE_SCRIPT.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let root = tmp.join(format!("ls-fixture-{hash:016x}"));
-    if root.join("COMPLETE").exists() {
-        return root;
-    }
-    // Built in a staging directory and renamed into place, so parallel test processes never see half a fixture.
-    let staging = TempDir::new("ls-fixture-staging");
-    let out = staging.path().join("out");
-    let result = Command::new("bash")
-        .arg("-c")
-        .arg(FIXTURE_SCRIPT)
-        .arg("ls-fixture")
-        .arg(&out)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run bash");
-    assert!(result.status.success(), "fixture script failed ({}):\n{}", result.status, escape(&result.stderr));
-    if fs::rename(&out, &root).is_err() {
-        assert!(root.join("COMPLETE").exists(), "could not move the fixture to {}", root.display());
-    }
-    root
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,53 +67,23 @@ impl Repo {
     }
 }
 
-/// Runs git in `dir` with a pinned configuration; panics if it fails.
-fn git_in(dir: &Path, args: &[&str]) {
-    let mut cmd = Command::new("git");
-    clean_git_env(&mut cmd);
-    let out = cmd.current_dir(dir).args(args).stdin(Stdio::null()).output().expect("run git");
-    assert!(out.status.success(), "git {args:?} failed: {}", escape(&out.stderr));
-}
-
-/// A bare repository borrowing the fixture's objects, with `config` set and the fixture's replace ref copied.
-fn throwaway(repo: Repo, config: &[(&str, &str)]) -> (TempDir, PathBuf) {
-    let dir = TempDir::new(&format!("ls-{}", repo.name()));
-    let git_dir = dir.path().join("repo.git");
-    git_in(dir.path(), &["init", "-q", "--bare", &format!("--object-format={}", repo.name()), "repo.git"]);
-    let objects = fixture().git_dir(repo).join("objects");
-    fs::write(git_dir.join("objects/info/alternates"), format!("{}\n", objects.display())).expect("alternates");
-    for (key, value) in config {
-        git_in(&git_dir, &["config", key, value]);
-    }
-    if repo == Repo::Sha1 {
-        let f = fixture();
-        let replace_ref = format!("refs/replace/{}", f.id("replaced"));
-        git_in(&git_dir, &["update-ref", &replace_ref, f.id("replacement")]);
-    }
-    (dir, git_dir)
-}
-
-/// git fast-import (in a throwaway repository: it writes) and cat-blobd (on the fixture itself when the default
-/// configuration is wanted, else on a throwaway repository with that configuration) on the same stream.
+/// `stream` through git fast-import and cat-blobd, each in a throwaway repository borrowing `repo`'s objects,
+/// with `config` set and the fixture's replace ref copied.
 fn compare(what: &str, repo: Repo, config: &[(&str, &str)], stream: &[u8]) -> Output {
-    let (_git_tmp, git_dir) = throwaway(repo, config);
-    let git = Run::new("git")
-        .arg("fast-import")
-        .arg("--quiet")
-        .env("GIT_DIR", &git_dir)
-        .current_dir(&git_dir)
-        .stdin(stream)
-        .capture_fd3()
-        .run();
-    let (_ours_tmp, ours_dir) = if config.is_empty() {
-        (None, fixture().git_dir(repo))
-    } else {
-        let (tmp, dir) = throwaway(repo, config);
-        (Some(tmp), dir)
-    };
-    let ours = Run::cat_blobd().arg("--git-dir").arg(&ours_dir).stdin(stream).capture_fd3().run();
-    assert_same_as_git(what, &git, &ours);
-    git
+    let objects = vec![fixture().git_dir(repo).join("objects")];
+    let config: Vec<(String, String)> = config.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    Case::new(what, Source::Extra { objects, sha256: repo == Repo::Sha256 })
+        .raw_stream(stream.to_vec())
+        .prepare(move |git_dir| {
+            for (key, value) in &config {
+                git(git_dir, &["config", key, value]);
+            }
+            if repo == Repo::Sha1 {
+                let f = fixture();
+                git(git_dir, &["update-ref", &format!("refs/replace/{}", f.id("replaced")), f.id("replacement")]);
+            }
+        })
+        .differential()
 }
 
 /// One `ls` line per path, all on `dataref`; git must answer every one (the comparison proves nothing otherwise).

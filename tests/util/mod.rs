@@ -1,16 +1,18 @@
-//! Test harness: fixture repositories built once per run, running cat-blobd and the git oracle on the same
+//! Test harness (the one differential runner is in [`case`]): fixture repositories built once per run, running cat-blobd and the git oracle on the same
 //! stream, byte-exact comparisons with a readable escaped diff, and a small seeded PRNG.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::fs;
-use std::io::{Read, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
+
+pub mod case;
 
 /// The binary under test.
 pub const CAT_BLOBD: &str = env!("CARGO_BIN_EXE_cat-blobd");
@@ -70,36 +72,34 @@ impl Fixture {
     }
 }
 
-/// The directory holding all fixtures, built on first use. Tests run in parallel threads (one build per process,
-/// behind a `OnceLock`) and possibly in parallel processes (each builds into its own staging directory and
-/// renames it into place; the loser of the race uses the winner's and deletes its own).
+/// The directory holding all fixtures, built on first use.
 pub fn fixtures_root() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
-    ROOT.get_or_init(build_fixtures)
+    ROOT.get_or_init(|| build_with_script(MAKE_FIXTURES, "fixtures"))
 }
 
-fn build_fixtures() -> PathBuf {
-    let script = fs::read(MAKE_FIXTURES).expect("read fixtures/make-fixtures.sh");
+/// The output directory of a fixture script (`bash SCRIPT OUT`; the script creates `OUT/COMPLETE` last), built
+/// once and cached under `CARGO_TARGET_TMPDIR` by a hash of the script, so an edited script builds anew. Tests
+/// run in parallel threads (callers keep the result behind a `OnceLock`) and possibly in parallel processes
+/// (each builds into its own staging directory and renames it into place; the loser of the race uses the
+/// winner's and deletes its own).
+pub fn build_with_script(script_path: &str, label: &str) -> PathBuf {
+    let script = fs::read(script_path).unwrap_or_else(|err| panic!("read {script_path}: {err}"));
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let name = format!("fixtures-{:016x}", fnv1a(&script));
+    let name = format!("{label}-{:016x}", fnv1a(&script));
     let root = tmp.join(&name);
     if root.join("COMPLETE").exists() {
         return root;
     }
     fs::create_dir_all(tmp).expect("create CARGO_TARGET_TMPDIR");
     let staging = tmp.join(format!("{name}.staging-{}", unique_suffix()));
-    let out = Command::new("bash")
-        .arg(MAKE_FIXTURES)
-        .arg(&staging)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run bash fixtures/make-fixtures.sh");
+    let out = Command::new("bash").arg(script_path).arg(&staging).stdin(Stdio::null()).output().expect("run bash");
     if !out.status.success() {
         let _ = fs::remove_dir_all(&staging);
-        panic!("fixtures/make-fixtures.sh failed ({}):\n{}{}", out.status, escape(&out.stdout), escape(&out.stderr));
+        panic!("{script_path} failed ({}):\n{}{}", out.status, escape(&out.stdout), escape(&out.stderr));
     }
     if let Err(err) = fs::rename(&staging, &root) {
-        // Another process won the race: use its fixtures, drop ours.
+        // Another process won the race: use its output, drop ours.
         let _ = fs::remove_dir_all(&staging);
         assert!(root.join("COMPLETE").exists(), "rename {} -> {}: {err}", staging.display(), root.display());
     }
@@ -149,10 +149,18 @@ impl Drop for TempDir {
 
 /// Runs git with a pinned configuration and returns its stdout; panics if it fails.
 pub fn git(git_dir: &Path, args: &[&str]) -> Vec<u8> {
+    git_in(git_dir, args, b"")
+}
+
+/// [`git`] with `stdin` as its input.
+pub fn git_in(git_dir: &Path, args: &[&str], stdin: &[u8]) -> Vec<u8> {
     let mut cmd = Command::new("git");
     clean_git_env(&mut cmd);
-    cmd.env("GIT_DIR", git_dir).args(args).stdin(Stdio::null());
-    let out = cmd.output().expect("run git");
+    cmd.env("GIT_DIR", git_dir).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn git");
+    let writer = crate::util::feed_stdin(&mut child, stdin.to_vec());
+    let out = child.wait_with_output().expect("wait for git");
+    writer.join().expect("stdin writer");
     assert!(out.status.success(), "git {args:?} in {} failed: {}", git_dir.display(), escape(&out.stderr));
     out.stdout
 }
@@ -208,31 +216,36 @@ pub fn cat_blob_stream<S: AsRef<str>>(ids: &[S]) -> Vec<u8> {
     stream
 }
 
-/// One response parsed from a cat-blob fd.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Response {
-    Blob { id: String, payload: Vec<u8> },
-    Missing { id: String },
+/// Reads one complete `cat-blob` response: `<hex> missing\n`, or `<hex> blob <size>\n` + size bytes + `\n`.
+/// Returns its bytes. The one response parser of the tests: over a pipe (an interactive frontend) or a buffer.
+pub fn read_response(from: &mut impl BufRead) -> io::Result<Vec<u8>> {
+    let mut reply = Vec::new();
+    if from.read_until(b'\n', &mut reply)? == 0 || !reply.ends_with(b"\n") {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("EOF in header {:?}", escape(&reply))));
+    }
+    let header = std::str::from_utf8(&reply[..reply.len() - 1])
+        .map_err(|_| io::Error::other(format!("non-ASCII header {}", escape(&reply))))?;
+    match header.split(' ').collect::<Vec<_>>().as_slice() {
+        [_, "missing"] => Ok(reply),
+        [_, "blob", size] => {
+            let size: usize = size.parse().map_err(|_| io::Error::other(format!("bad size in {header:?}")))?;
+            let start = reply.len();
+            reply.resize(start + size + 1, 0);
+            from.read_exact(&mut reply[start..])?;
+            if reply.last() != Some(&b'\n') {
+                return Err(io::Error::other("a blob's payload does not end in LF"));
+            }
+            Ok(reply)
+        }
+        _ => Err(io::Error::other(format!("unexpected header {header:?}"))),
+    }
 }
 
-/// Parses a sequence of `cat-blob` responses; panics on anything else (the oracle's output is trusted).
-pub fn parse_responses(mut bytes: &[u8]) -> Vec<Response> {
+/// Splits a sequence of `cat-blob` responses (the oracle's output, trusted) into each response's bytes.
+pub fn parse_responses(mut bytes: &[u8]) -> Vec<Vec<u8>> {
     let mut responses = Vec::new();
     while !bytes.is_empty() {
-        let nl = bytes.iter().position(|&b| b == b'\n').expect("response header ends in LF");
-        let header = std::str::from_utf8(&bytes[..nl]).expect("ascii header");
-        bytes = &bytes[nl + 1..];
-        let fields: Vec<&str> = header.split(' ').collect();
-        match fields.as_slice() {
-            [id, "missing"] => responses.push(Response::Missing { id: (*id).to_owned() }),
-            [id, "blob", size] => {
-                let size: usize = size.parse().expect("decimal size");
-                assert_eq!(bytes.get(size), Some(&b'\n'), "payload of {id} ends in LF");
-                responses.push(Response::Blob { id: (*id).to_owned(), payload: bytes[..size].to_vec() });
-                bytes = &bytes[size + 1..];
-            }
-            _ => panic!("unexpected response header {header:?}"),
-        }
+        responses.push(read_response(&mut bytes).unwrap_or_else(|err| panic!("not a cat-blob response: {err}")));
     }
     responses
 }
@@ -416,17 +429,7 @@ pub fn git_fast_import(fixture: Fixture, stream: &[u8], fd3: bool) -> Output {
 /// The oracle, ready to run and still to be customised: `git fast-import --quiet` in a throwaway bare repository
 /// whose alternates point at every objects directory the fixture reaches. Keep the `TempDir` until it has run.
 pub fn oracle(fixture: Fixture) -> (TempDir, Run) {
-    let oracle = TempDir::new(&format!("oracle-{}", fixture.name()));
-    let repo = oracle.path().join("oracle.git");
-    let mut init = Command::new("git");
-    clean_git_env(&mut init);
-    let init = init.args(["init", "-q", "--bare"]).arg(&repo).stdin(Stdio::null()).output().expect("git init");
-    assert!(init.status.success(), "git init: {}", escape(&init.stderr));
-    let mut alternates = String::new();
-    for dir in fixture.object_dirs() {
-        writeln!(alternates, "{}", dir.display()).unwrap();
-    }
-    fs::write(repo.join("objects/info/alternates"), alternates).expect("write alternates");
+    let (oracle, repo) = case::throwaway(&case::Source::Fixture(fixture), &format!("oracle-{}", fixture.name()));
     let run = Run::new("git").arg("fast-import").arg("--quiet").env("GIT_DIR", &repo).current_dir(&repo);
     (oracle, run)
 }
@@ -469,6 +472,23 @@ pub fn assert_bytes_eq(what: &str, expected: &[u8], actual: &[u8]) {
         window(expected),
         window(actual)
     );
+}
+
+/// Exit 128, one `fatal:` line naming `id` and `place`, no panic, nothing on stdout.
+#[track_caller]
+pub fn assert_fatal_naming(what: &str, ours: &Output, id: &str, place: &str) {
+    let stderr = escape(&ours.stderr);
+    assert!(!stderr.contains("panicked"), "{what}: cat-blobd panicked: {stderr}");
+    assert_eq!(ours.status.code(), Some(128), "{what}: {}", ours.describe());
+    assert!(
+        ours.stderr.starts_with(b"fatal: ")
+            && ours.stderr.ends_with(b"\n")
+            && ours.stderr.iter().filter(|&&b| b == b'\n').count() == 1,
+        "{what}: expected exactly one `fatal:` line, got: {stderr}"
+    );
+    assert!(stderr.contains(id), "{what}: the message does not name object {id}: {stderr}");
+    assert!(stderr.contains(place), "{what}: the message does not name {place}: {stderr}");
+    assert!(ours.stdout.is_empty(), "{what}: stdout: {}", escape(&ours.stdout));
 }
 
 /// The differential check: same exit status, same fd-3 bytes, same stdout bytes, and the same first stderr line
