@@ -4,8 +4,9 @@ use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::fast_import::dataref::strtoumax;
 use crate::fatal::Bytes;
+use crate::git_compat::strerror::strerror;
+use crate::git_compat::strtoumax::strtoumax;
 use crate::store::ObjectId;
 
 /// git reads marks files with `fgets` into a 512-byte buffer: a longer line arrives in pieces.
@@ -120,7 +121,7 @@ fn create_leading_directories(path: &Path) -> io::Result<()> {
 }
 
 fn strerr(err: &io::Error) -> String {
-    crate::response::writev::strerror(err)
+    strerror(err)
 }
 
 /// Parses a marks file exactly as git's `read_mark_file` does, line by line with its 512-byte `fgets` buffer
@@ -146,7 +147,7 @@ pub fn read_marks(
             return Err(MarksError::CorruptLine(line.to_vec()));
         };
         let corrupt = || MarksError::CorruptLine(body.to_vec());
-        let (mark, used) = strtoumax(&body[1..]).ok_or_else(corrupt)?;
+        let (mark, used) = strtoumax(&body[1..], 10).ok_or_else(corrupt)?;
         let after = &body[1 + used..];
         let hex = after.strip_prefix(b" ").ok_or_else(corrupt)?;
         if mark == 0 {
@@ -168,7 +169,7 @@ pub fn read_marks_file(path: &Path) -> Result<Vec<(u64, ObjectId)>, MarksError> 
 }
 
 fn cannot_read(path: &Path, err: &io::Error) -> MarksError {
-    MarksError::CannotRead { path: path.to_owned(), message: crate::response::writev::strerror(err) }
+    MarksError::CannotRead { path: path.to_owned(), message: strerror(err) }
 }
 
 /// git's `get_oid_hex_any`: the longest hash whose full hex length starts `hex` (trailing bytes ignored).

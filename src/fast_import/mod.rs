@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, EngineConfig, EngineError, Job, LiveCounters, Output, Target};
 use crate::fast_import::command::{self as request, Command, Context, ParseError};
-use crate::fast_import::dataref::{Dataref, strtoumax};
+use crate::fast_import::dataref::Dataref;
 use crate::fatal::{Bytes, fatal_line};
+use crate::git_compat::strtoumax::strtoumax;
 use crate::line_reader::{self, LineReader};
 use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
@@ -474,7 +475,7 @@ impl<'a> Session<'a> {
         self.next_command(reader, engine)?;
         let mut mark = 0;
         if let Some(number) = request::c_string(reader.line()).strip_prefix(b"mark :") {
-            mark = strtoumax(number).map_or(0, |(mark, _)| mark);
+            mark = strtoumax(number, 10).map_or(0, |(mark, _)| mark);
             self.next_command(reader, engine)?;
         }
         if request::c_string(reader.line()).starts_with(b"original-oid ") {
@@ -519,7 +520,7 @@ impl<'a> Session<'a> {
             body.finish()?
         } else {
             // `strtoumax` with no checks: `data abc` is 0 bytes, `data 3x` is 3.
-            let len = strtoumax(spec).map_or(0, |(len, _)| len);
+            let len = strtoumax(spec, 10).map_or(0, |(len, _)| len);
             let mut body = self.blobs.begin(hash, Some(len))?;
             let arrived = reader.read_body::<SessionError>(len, |piece| Ok(body.write(piece)?))?;
             if arrived < len {

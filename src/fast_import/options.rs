@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use crate::fatal::Bytes;
-use crate::store::parse_git_ulong as git_parse_ulong;
+use crate::git_compat::{self, parse_ulong::git_parse_ulong, strerror::strerror};
 
 /// git's `MAX_DEPTH` for `--depth` (accepted and ignored: cat-blobd writes no pack).
 const MAX_DEPTH: u64 = 8191;
@@ -231,9 +231,11 @@ impl Settings {
                 return Err(OptionError::FileNotAllowed(option.to_vec()));
             }
             // git opens (creates) the file for appending at once; it stays empty since no pack is written.
-            std::fs::OpenOptions::new().append(true).create(true).open(OsStr::from_bytes(path)).map_err(|err| {
-                OptionError::PackEdges { path: path.to_vec(), message: crate::response::writev::strerror(&err) }
-            })?;
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(OsStr::from_bytes(path))
+                .map_err(|err| OptionError::PackEdges { path: path.to_vec(), message: strerror(&err) })?;
         } else if option == b"quiet" {
             self.stats = false;
         } else if option == b"stats" {
@@ -280,38 +282,9 @@ fn submodule_rewrite(arg: &[u8]) -> Result<SubmoduleRewrite, OptionError> {
     Ok(SubmoduleRewrite { name: arg[..colon].to_vec(), file: PathBuf::from(OsStr::from_bytes(&arg[colon + 1..])) })
 }
 
-/// git's `ulong_arg`: `strtoul(arg, &end, 0)`, refusing any `-`, no digits, or trailing bytes.
+/// git's `ulong_arg`, naming `option` in its error.
 fn ulong_arg(option: &'static str, arg: &[u8]) -> Result<u64, OptionError> {
-    if arg.contains(&b'-') {
-        return Err(OptionError::NotANonNegativeInteger(option));
-    }
-    let (value, used) = strtoul_radix0(arg).ok_or(OptionError::NotANonNegativeInteger(option))?;
-    if used != arg.len() {
-        return Err(OptionError::NotANonNegativeInteger(option));
-    }
-    Ok(value)
-}
-
-/// C's `strtoul(s, &end, 0)` without sign handling: leading white space, `0x` hex, `0` octal, else decimal;
-/// saturates on overflow. Returns the value and the bytes consumed, or `None` when nothing was parsed.
-fn strtoul_radix0(s: &[u8]) -> Option<(u64, usize)> {
-    let mut i = s.iter().take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')).count();
-    if s.get(i) == Some(&b'+') {
-        i += 1;
-    }
-    let (radix, start) = match (s.get(i), s.get(i + 1), s.get(i + 2)) {
-        (Some(b'0'), Some(b'x' | b'X'), Some(d)) if d.is_ascii_hexdigit() => (16, i + 2),
-        (Some(b'0'), _, _) => (8, i),
-        _ => (10, i),
-    };
-    let digits = s[start..].iter().take_while(|b| (**b as char).is_digit(radix)).count();
-    if digits == 0 {
-        return None;
-    }
-    let value = s[start..start + digits].iter().try_fold(0u64, |acc, d| {
-        acc.checked_mul(u64::from(radix))?.checked_add(u64::from((*d as char).to_digit(radix).expect("digit")))
-    });
-    Some((value.unwrap_or(u64::MAX), start + digits))
+    git_compat::strtoumax::ulong_arg(arg).ok_or(OptionError::NotANonNegativeInteger(option))
 }
 
 #[cfg(test)]
