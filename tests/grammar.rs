@@ -249,7 +249,7 @@ impl TagsRepo {
 type Prepare = Box<dyn Fn(&Path)>;
 
 /// One stream, run through git fast-import and cat-blobd in two identical throwaway repositories.
-struct Case {
+pub(crate) struct Case {
     what: String,
     source: Source,
     stream: Vec<u8>,
@@ -265,7 +265,7 @@ struct Case {
 }
 
 /// A case on the `basic` fixture; the stream is a template.
-fn case(what: &str, stream: impl AsRef<[u8]>) -> Case {
+pub(crate) fn case(what: &str, stream: impl AsRef<[u8]>) -> Case {
     Case {
         what: what.to_owned(),
         source: Source::Fixture(Fixture::Basic),
@@ -288,13 +288,13 @@ impl Case {
     }
 
     /// A stream that is not a template (used as is).
-    fn raw_stream(mut self, stream: Vec<u8>) -> Case {
+    pub(crate) fn raw_stream(mut self, stream: Vec<u8>) -> Case {
         self.stream = stream;
         self
     }
 
     /// git fast-import flags for both programs, after `--quiet --cat-blob-fd=3`.
-    fn args(mut self, args: &[&str]) -> Case {
+    pub(crate) fn args(mut self, args: &[&str]) -> Case {
         self.args.extend(args.iter().map(|a| (*a).to_owned()));
         self
     }
@@ -317,25 +317,25 @@ impl Case {
     }
 
     /// A file (path relative to the repository) written in both repositories before the run; a template.
-    fn file(mut self, path: &str, contents: impl AsRef<[u8]>) -> Case {
+    pub(crate) fn file(mut self, path: &str, contents: impl AsRef<[u8]>) -> Case {
         self.files.push((path.to_owned(), expand(contents.as_ref())));
         self
     }
 
-    fn raw_file(mut self, path: &str, contents: Vec<u8>) -> Case {
+    pub(crate) fn raw_file(mut self, path: &str, contents: Vec<u8>) -> Case {
         self.files.push((path.to_owned(), contents));
         self
     }
 
     /// Runs in both repositories (given their git dir) before the programs run.
-    fn prepare(mut self, prepare: impl Fn(&Path) + 'static) -> Case {
+    pub(crate) fn prepare(mut self, prepare: impl Fn(&Path) + 'static) -> Case {
         self.prepare = Some(Box::new(prepare));
         self
     }
 
     /// A file (relative to the repository) that must end up the same in both (existence and bytes), with its
     /// `.lock` file.
-    fn compare(mut self, path: &str) -> Case {
+    pub(crate) fn compare(mut self, path: &str) -> Case {
         self.compare.push(path.to_owned());
         self
     }
@@ -350,7 +350,7 @@ impl Case {
     /// compares cat-blobd with git. `message` is a template; one starting with `fatal:`, `error:` or `warning:`
     /// must be the whole line (ignoring ASCII case), anything else a part of it; `""` checks nothing.
     #[track_caller]
-    fn expect(self, code: i32, message: &str) -> Output {
+    pub(crate) fn expect(self, code: i32, message: &str) -> Output {
         let (_git_dir, git_repo) = throwaway(&self.source, "git");
         let (_ours_dir, ours_repo) = throwaway(&self.source, "ours");
         for repo in [&git_repo, &ours_repo] {
@@ -423,20 +423,20 @@ impl Case {
 /// Runs every sub-case of a test even when one fails, then fails naming the failed ones (each failure's message
 /// is printed above by the panic hook).
 #[derive(Default)]
-struct Checks {
+pub(crate) struct Checks {
     failed: Vec<String>,
     total: usize,
 }
 
 impl Checks {
-    fn finish(self) {
+    pub(crate) fn finish(self) {
         assert!(self.failed.is_empty(), "{} of {} sub-cases failed: {:?}", self.failed.len(), self.total, self.failed);
     }
 }
 
 impl Case {
     /// [`Case::expect`], recording a failure in `checks` instead of stopping the test.
-    fn check(self, checks: &mut Checks, code: i32, message: &str) {
+    pub(crate) fn check(self, checks: &mut Checks, code: i32, message: &str) {
         let what = self.what.clone();
         checks.total += 1;
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.expect(code, message)));

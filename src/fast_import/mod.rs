@@ -10,7 +10,7 @@ pub mod options;
 use std::collections::HashMap;
 use std::io::{IoSlice, Read};
 use std::os::fd::BorrowedFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -436,9 +436,6 @@ impl<'a> Session<'a> {
     /// `build_mark_map`: each `rewrite-submodules-from` marks file maps its ids to the ids its `-to`
     /// counterpart gives the same marks.
     fn build_rewrite_map(&mut self) -> Result<(), SessionError> {
-        let read = |file: &Path| -> Result<HashMap<u64, ObjectId>, SessionError> {
-            Ok(marks::read_marks_file(file)?.into_iter().collect())
-        };
         // Later options for the same submodule name replace earlier ones.
         let last_by_name = |list: &[options::SubmoduleRewrite]| {
             let mut by_name: Vec<&options::SubmoduleRewrite> = Vec::new();
@@ -449,11 +446,11 @@ impl<'a> Session<'a> {
             by_name.into_iter().cloned().collect::<Vec<_>>()
         };
         for from in last_by_name(&self.settings.rewrite_from) {
-            let from_marks = read(&from.file)?;
             let to = last_by_name(&self.settings.rewrite_to).into_iter().find(|to| to.name == from.name);
             let to = to.ok_or_else(|| SessionError::MissingToMarks(from.name.clone()))?;
-            let to_marks = read(&to.file)?;
-            let mut sorted: Vec<_> = from_marks.into_iter().collect();
+            // A later line of a file redefines its mark.
+            let to_marks: HashMap<u64, ObjectId> = to.marks.into_iter().collect();
+            let mut sorted: Vec<_> = from.marks.into_iter().collect::<HashMap<_, _>>().into_iter().collect();
             sorted.sort_unstable_by_key(|(mark, _)| *mark);
             for (mark, from_id) in sorted {
                 let to_id = to_marks.get(&mark).ok_or(SessionError::MarkNotDeclared(mark))?;

@@ -6,10 +6,12 @@
 //! the same point as git's.
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use crate::fast_import::marks::{MarksError, read_marks_file};
 use crate::fatal::Bytes;
 use crate::git_compat::{self, parse_ulong::git_parse_ulong, strerror::strerror};
+use crate::store::ObjectId;
 
 /// git's `MAX_DEPTH` for `--depth` (accepted and ignored: cat-blobd writes no pack).
 const MAX_DEPTH: u64 = 8191;
@@ -41,6 +43,8 @@ pub enum OptionError {
     /// git's `xfopen` says "writing" for any mode but "r".
     #[error("could not open '{}' for writing: {message}", Bytes(.path))]
     PackEdges { path: Vec<u8>, message: String },
+    #[error(transparent)]
+    Marks(#[from] MarksError),
     #[error("unknown option {}", Bytes(.0))]
     UnknownOption(Vec<u8>),
     /// A daemon's client of another uid asked for something that reads or writes a file with the daemon's rights.
@@ -59,11 +63,11 @@ pub struct ImportMarks {
     pub ignore_missing: bool,
 }
 
-/// A `rewrite-submodules-from/to=<name>:<file>` option.
+/// A `rewrite-submodules-from/to=<name>:<file>` option, with the marks its file held when the option was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubmoduleRewrite {
     pub name: Vec<u8>,
-    pub file: PathBuf,
+    pub marks: Vec<(u64, ObjectId)>,
 }
 
 /// Stream settings that features, options and flags change. Only what a reader acts on is kept; the rest is
@@ -277,9 +281,12 @@ impl Settings {
     }
 }
 
+/// git's `option_rewrite_submodules`: the file (relative to the working directory, never to `relative-marks`)
+/// is read when the option is, so a missing, unreadable or corrupt file stops the stream right there.
 fn submodule_rewrite(arg: &[u8]) -> Result<SubmoduleRewrite, OptionError> {
     let colon = memchr::memchr(b':', arg).ok_or(OptionError::SubmoduleRewriteFormat)?;
-    Ok(SubmoduleRewrite { name: arg[..colon].to_vec(), file: PathBuf::from(OsStr::from_bytes(&arg[colon + 1..])) })
+    let marks = read_marks_file(Path::new(OsStr::from_bytes(&arg[colon + 1..])))?;
+    Ok(SubmoduleRewrite { name: arg[..colon].to_vec(), marks })
 }
 
 /// git's `ulong_arg`, naming `option` in its error.
