@@ -45,7 +45,7 @@ impl Condition {
 }
 
 fn chmod_000(path: &Path) {
-    fs::set_permissions(path, fs::Permissions::from_mode(0)).expect("chmod 000");
+    fs::set_permissions(path, fs::Permissions::from_mode(0o000)).expect("chmod 000");
 }
 
 /// Mode 000 stops this user from reading (everyone but root).

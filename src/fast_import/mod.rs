@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::engine::{Engine, EngineConfig, EngineError, Job, LiveCounters, Output, Target};
 use crate::fast_import::command::{self as request, Command, Context, ParseError};
 use crate::fast_import::dataref::Dataref;
-use crate::fatal::{Bytes, fatal_line};
+use crate::fatal::{Bytes, fatal_line, report_line};
 use crate::git_compat::strtoumax::strtoumax;
 use crate::line_reader::{self, LineReader};
 use crate::response::encode::Response;
@@ -604,14 +604,14 @@ impl<'a> Session<'a> {
             return;
         }
         if let Err(message) = self.marks.export(&path) {
-            self.message(format!("error: {message}\n").as_bytes());
+            self.message(&report_line("error: ", &message));
             self.failure = true;
         }
     }
 
     fn print_warnings(&mut self) {
         for warning in std::mem::take(&mut self.settings.warnings) {
-            self.message(format!("warning: {warning}\n").as_bytes());
+            self.message(&report_line("warning: ", &warning));
         }
     }
 
