@@ -429,6 +429,14 @@ pub(crate) struct Checks {
 }
 
 impl Checks {
+    /// Runs one sub-case, recording its failure instead of stopping the test.
+    fn run(&mut self, what: &str, sub_case: impl FnOnce()) {
+        self.total += 1;
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(sub_case)).is_err() {
+            self.failed.push(what.to_owned());
+        }
+    }
+
     pub(crate) fn finish(self) {
         assert!(self.failed.is_empty(), "{} of {} sub-cases failed: {:?}", self.failed.len(), self.total, self.failed);
     }
@@ -438,11 +446,9 @@ impl Case {
     /// [`Case::expect`], recording a failure in `checks` instead of stopping the test.
     pub(crate) fn check(self, checks: &mut Checks, code: i32, message: &str) {
         let what = self.what.clone();
-        checks.total += 1;
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.expect(code, message)));
-        if result.is_err() {
-            checks.failed.push(what);
-        }
+        checks.run(&what, || {
+            self.expect(code, message);
+        });
     }
 }
 
@@ -524,8 +530,7 @@ fn messages_carry_the_streams_bytes_raw() {
     ];
     let mut checks = Checks::default();
     for (what, stream, raw, message) in cases {
-        checks.total += 1;
-        let result = std::panic::catch_unwind(|| {
+        checks.run(what, || {
             let git = case(what, stream).expect(128, message);
             let line = git.first_stderr_line();
             assert!(
@@ -534,9 +539,6 @@ fn messages_carry_the_streams_bytes_raw() {
                 escape(line)
             );
         });
-        if result.is_err() {
-            checks.failed.push(what.to_owned());
-        }
     }
     case("corrupt mark line", "cat-blob {blob2}\n")
         .raw_file("in.marks", b":1 \xff\xfe\n".to_vec())

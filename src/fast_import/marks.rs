@@ -91,7 +91,7 @@ impl Marks {
     pub fn export(&self, path: &Path) -> Result<(), String> {
         let show = |p: &Path| Bytes(p.as_os_str().as_encoded_bytes()).to_string();
         create_leading_directories(path)
-            .map_err(|err| format!("unable to create leading directories of {}: {}", show(path), strerr(&err)))?;
+            .map_err(|err| format!("unable to create leading directories of {}: {}", show(path), strerror(&err)))?;
         let mut lock_name = path.as_os_str().to_owned();
         lock_name.push(".lock");
         let lock = PathBuf::from(lock_name);
@@ -99,12 +99,12 @@ impl Marks {
             .write(true)
             .create_new(true)
             .open(&lock)
-            .map_err(|err| format!("unable to write marks file {}: {}", show(path), strerr(&err)))?;
+            .map_err(|err| format!("unable to write marks file {}: {}", show(path), strerror(&err)))?;
         let written = file.write_all(&self.export_bytes()).and_then(|()| file.sync_data());
         drop(file);
         if let Err(err) = written.and_then(|()| std::fs::rename(&lock, path)) {
             let _ = std::fs::remove_file(&lock);
-            return Err(format!("unable to write file {}: {}", show(path), strerr(&err)));
+            return Err(format!("unable to write file {}: {}", show(path), strerror(&err)));
         }
         Ok(())
     }
@@ -118,10 +118,6 @@ fn create_leading_directories(path: &Path) -> io::Result<()> {
         let blocked = parent.ancestors().any(|dir| dir.symlink_metadata().is_ok_and(|m| !m.is_dir()));
         if blocked { io::Error::from_raw_os_error(libc::ENOTDIR) } else { err }
     })
-}
-
-fn strerr(err: &io::Error) -> String {
-    strerror(err)
 }
 
 /// Parses a marks file exactly as git's `read_mark_file` does, line by line with its 512-byte `fgets` buffer
