@@ -244,19 +244,10 @@ fn parse_seconds(arg: &str) -> Result<std::time::Duration, String> {
         .ok_or_else(|| format!("invalid duration '{arg}': expected seconds, such as 10 or 0.5"))
 }
 
-/// A byte count with git's optional unit suffix: `k`, `m`, `g` (powers of 1024).
+/// A byte count as git reads sizes (`git_parse_ulong`): decimal, `0x` hex or `0` octal, with an optional unit
+/// suffix `k`, `m`, `g` (powers of 1024).
 fn parse_size(arg: &str) -> Result<u64, String> {
-    let lower = arg.to_ascii_lowercase();
-    let (digits, unit) = match lower.as_bytes().last() {
-        Some(b'k') => (&lower[..lower.len() - 1], 1u64 << 10),
-        Some(b'm') => (&lower[..lower.len() - 1], 1 << 20),
-        Some(b'g') => (&lower[..lower.len() - 1], 1 << 30),
-        _ => (&lower[..], 1),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit))
+    crate::git_compat::parse_ulong::git_parse_ulong(arg.as_bytes())
         .ok_or_else(|| format!("invalid size '{arg}': expected a number with an optional k, m or g suffix"))
 }
 
@@ -337,6 +328,7 @@ mod tests {
         assert_eq!(parse_size("96m"), Ok(96 << 20));
         assert_eq!(parse_size("1G"), Ok(1 << 30));
         assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("0x10k"), Ok(16 << 10), "hex, as git_parse_ulong reads it");
         assert!(parse_size("lots").is_err());
     }
 }

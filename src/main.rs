@@ -219,13 +219,11 @@ fn usage_error(err: clap::Error) -> ExitCode {
 /// our parent ignored or blocked the signal: the Rust runtime ignores it at start-up.
 #[allow(unsafe_code)]
 fn restore_sigpipe() {
+    let set = cat_blobd::git_compat::sigset::sigset(&[libc::SIGPIPE]);
     // SAFETY: called first thing in main, before any thread exists; `signal` and `sigprocmask` only change
-    // this process's signal disposition and mask, and the sigset is initialised by `sigemptyset` before use.
+    // this process's signal disposition and mask, and `set` is initialised.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGPIPE);
         libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
     }
 }

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -119,6 +120,48 @@ cases! {
     ls_without_space_is_unsupported: b"ls\n" => 128, "fatal: unsupported command: ls";
     leading_space_is_unsupported: b" get-mark :1\n" => 128, "fatal: unsupported command:  get-mark :1";
     control_bytes_in_message_become_question_marks: b"x\x1b[1m\x7f\t\x01\n" => 128, "fatal: unsupported command: x?[1m?\t?";
+}
+
+/// git prints the stream's bytes in its messages raw, valid UTF-8 or not; so must cat-blobd, in `fatal:` and
+/// `error:` lines alike. Each case states (a part of) git's line and that it holds `raw`, and the first stderr
+/// line is compared byte for byte (ASCII case aside) with git's.
+#[test]
+fn messages_carry_the_streams_bytes_raw() {
+    // The UTF-8 of U+10FF80, a char cat-blobd reserves to carry raw bytes inside its messages.
+    const RESERVED: &[u8] = b"\xf4\x8f\xbe\x80";
+    let long = [b"x".repeat(4000), b"\xff".repeat(200), b"\n".to_vec()].concat();
+    let cases: Vec<(&str, Vec<u8>, &[u8], &str)> = vec![
+        ("invalid dataref", b"cat-blob \xff\xfe\n".to_vec(), b"\xff\xfe", "invalid dataref: cat-blob "),
+        ("unknown command", b"\xff\xfebogus\n".to_vec(), b"\xff\xfebogus", "unsupported command: "),
+        ("bad feature", b"feature \xe9t\xe9\n".to_vec(), b"\xe9t\xe9.", "does not support feature "),
+        ("bad option", b"option git \xc3\n".to_vec(), b"\xc3", "does not support option: "),
+        ("garbage after a mark", b"get-mark :1\xff\n".to_vec(), b":1\xff", "garbage after mark: get-mark "),
+        ("garbage after an id", b"cat-blob {blob}\x80\n".to_vec(), b"\x80", "garbage after SHA1: "),
+        ("ls of a blob", b"blob\nmark :1\ndata 1\nx\nls :1 \xff\n".to_vec(), b":1 \xff", "not a tree-ish: ls "),
+        ("a reserved char", [RESERVED, b" and \xff\n"].concat(), RESERVED, "unsupported command: "),
+        ("a line longer than git's buffer", long, b"x\xff\xff", "unsupported command: xxx"),
+    ];
+    let mut checks = Checks::default();
+    for (what, stream, raw, message) in cases {
+        checks.run(what, || {
+            let git = case(what, stream).expect(128, message);
+            let line = git.first_stderr_line();
+            assert!(
+                line.windows(raw.len()).any(|w| w == raw),
+                "{what}: git's line lacks the raw bytes: {}",
+                escape(line)
+            );
+        });
+    }
+    case("corrupt mark line", "cat-blob {blob2}\n")
+        .raw_file("in.marks", b":1 \xff\xfe\n".to_vec())
+        .args(&["--import-marks=in.marks"])
+        .check(&mut checks, 128, "corrupt mark line: :1 ");
+    case("an error: line", b"feature export-marks=\xff/x\ncat-blob {blob2}\n")
+        .args(&["--allow-unsafe-features"])
+        .prepare(|repo| fs::write(repo.join(std::ffi::OsStr::from_bytes(b"\xff")), b"").expect("write"))
+        .check(&mut checks, 1, "unable to create leading directories of ");
+    checks.finish();
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 
 mod corrupt;
 mod differential;
+mod file_args;
 mod fuzz_replay;
 mod generated;
 mod grammar;

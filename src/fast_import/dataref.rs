@@ -4,6 +4,8 @@ use std::collections::HashMap;
 
 use gix_hash::ObjectId;
 
+use crate::git_compat::strtoumax::strtoumax;
+
 /// What a read command refers to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dataref {
@@ -54,53 +56,6 @@ pub fn parse_mapped_oid_hex<'a>(
 /// when no digits follow (`No value after ':' in mark`).
 pub fn parse_mark_ref(input: &[u8]) -> Option<(u64, &[u8])> {
     let after_colon = input.strip_prefix(b":")?;
-    let (mark, consumed) = strtoumax(after_colon)?;
+    let (mark, consumed) = strtoumax(after_colon, 10)?;
     Some((mark, &after_colon[consumed..]))
-}
-
-/// C's `strtoumax(s, &end, 10)`: optional leading white space, an optional sign, then decimal digits.
-/// Overflow saturates at `u64::MAX`; a minus sign negates modulo 2^64. Returns the value and the number of
-/// bytes consumed, or `None` when there are no digits (then C sets `end` back to `s`).
-pub fn strtoumax(s: &[u8]) -> Option<(u64, usize)> {
-    let mut i = s.iter().take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')).count();
-    let negative = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let digits = s[i..].iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 {
-        return None;
-    }
-    let value = s[i..i + digits].iter().try_fold(0u64, |acc, d| acc.checked_mul(10)?.checked_add(u64::from(d - b'0')));
-    let value = match value {
-        None => u64::MAX,
-        Some(v) if negative => v.wrapping_neg(),
-        Some(v) => v,
-    };
-    Some((value, i + digits))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn strtoumax_matches_c() {
-        assert_eq!(strtoumax(b"7x"), Some((7, 1)));
-        assert_eq!(strtoumax(b" \t+01"), Some((1, 5)));
-        assert_eq!(strtoumax(b"-1"), Some((u64::MAX, 2)));
-        assert_eq!(strtoumax(b"-5"), Some((u64::MAX - 4, 2)));
-        assert_eq!(strtoumax(b"99999999999999999999999"), Some((u64::MAX, 23)));
-        assert_eq!(strtoumax(b"-99999999999999999999999"), Some((u64::MAX, 24)));
-        assert_eq!(strtoumax(b"abc"), None);
-        assert_eq!(strtoumax(b" "), None);
-        assert_eq!(strtoumax(b"-"), None);
-    }
 }

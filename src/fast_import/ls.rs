@@ -891,7 +891,8 @@ mod tests {
         let Repo { mut fake, commit, .. } = repo();
         let line = [format!("ls {commit} \"\\q").as_bytes(), b"\xff"].concat();
         let err = fake.ls(&line).unwrap_err();
-        assert_eq!(err.to_string(), format!("invalid path: ls {commit} \"\\q\\xff"));
+        let expected = [format!("invalid path: ls {commit} \"\\q").as_bytes(), b"\xff"].concat();
+        assert_eq!(crate::fatal::message_bytes(&err.to_string()), expected, "the byte reaches stderr raw");
     }
 
     /// Why `Entries` does not use `gix_object::TreeRefIter`: these are the cases where gix-object 0.66 reads a

@@ -4,8 +4,9 @@ use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::fast_import::dataref::strtoumax;
 use crate::fatal::Bytes;
+use crate::git_compat::strerror::strerror;
+use crate::git_compat::strtoumax::strtoumax;
 use crate::store::ObjectId;
 
 /// git reads marks files with `fgets` into a 512-byte buffer: a longer line arrives in pieces.
@@ -90,7 +91,7 @@ impl Marks {
     pub fn export(&self, path: &Path) -> Result<(), String> {
         let show = |p: &Path| Bytes(p.as_os_str().as_encoded_bytes()).to_string();
         create_leading_directories(path)
-            .map_err(|err| format!("unable to create leading directories of {}: {}", show(path), strerr(&err)))?;
+            .map_err(|err| format!("unable to create leading directories of {}: {}", show(path), strerror(&err)))?;
         let mut lock_name = path.as_os_str().to_owned();
         lock_name.push(".lock");
         let lock = PathBuf::from(lock_name);
@@ -98,12 +99,12 @@ impl Marks {
             .write(true)
             .create_new(true)
             .open(&lock)
-            .map_err(|err| format!("unable to write marks file {}: {}", show(path), strerr(&err)))?;
+            .map_err(|err| format!("unable to write marks file {}: {}", show(path), strerror(&err)))?;
         let written = file.write_all(&self.export_bytes()).and_then(|()| file.sync_data());
         drop(file);
         if let Err(err) = written.and_then(|()| std::fs::rename(&lock, path)) {
             let _ = std::fs::remove_file(&lock);
-            return Err(format!("unable to write file {}: {}", show(path), strerr(&err)));
+            return Err(format!("unable to write file {}: {}", show(path), strerror(&err)));
         }
         Ok(())
     }
@@ -117,10 +118,6 @@ fn create_leading_directories(path: &Path) -> io::Result<()> {
         let blocked = parent.ancestors().any(|dir| dir.symlink_metadata().is_ok_and(|m| !m.is_dir()));
         if blocked { io::Error::from_raw_os_error(libc::ENOTDIR) } else { err }
     })
-}
-
-fn strerr(err: &io::Error) -> String {
-    crate::response::writev::strerror(err)
 }
 
 /// Parses a marks file exactly as git's `read_mark_file` does, line by line with its 512-byte `fgets` buffer
@@ -146,7 +143,7 @@ pub fn read_marks(
             return Err(MarksError::CorruptLine(line.to_vec()));
         };
         let corrupt = || MarksError::CorruptLine(body.to_vec());
-        let (mark, used) = strtoumax(&body[1..]).ok_or_else(corrupt)?;
+        let (mark, used) = strtoumax(&body[1..], 10).ok_or_else(corrupt)?;
         let after = &body[1 + used..];
         let hex = after.strip_prefix(b" ").ok_or_else(corrupt)?;
         if mark == 0 {
@@ -168,7 +165,7 @@ pub fn read_marks_file(path: &Path) -> Result<Vec<(u64, ObjectId)>, MarksError> 
 }
 
 fn cannot_read(path: &Path, err: &io::Error) -> MarksError {
-    MarksError::CannotRead { path: path.to_owned(), message: crate::response::writev::strerror(err) }
+    MarksError::CannotRead { path: path.to_owned(), message: strerror(err) }
 }
 
 /// git's `get_oid_hex_any`: the longest hash whose full hex length starts `hex` (trailing bytes ignored).

@@ -10,15 +10,16 @@ pub mod options;
 use std::collections::HashMap;
 use std::io::{IoSlice, Read};
 use std::os::fd::BorrowedFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, EngineConfig, EngineError, Job, LiveCounters, Output, Target};
 use crate::fast_import::command::{self as request, Command, Context, ParseError};
-use crate::fast_import::dataref::{Dataref, strtoumax};
-use crate::fatal::{Bytes, fatal_line};
+use crate::fast_import::dataref::Dataref;
+use crate::fatal::{Bytes, fatal_line, report_line};
+use crate::git_compat::strtoumax::strtoumax;
 use crate::line_reader::{self, LineReader};
 use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
@@ -435,9 +436,6 @@ impl<'a> Session<'a> {
     /// `build_mark_map`: each `rewrite-submodules-from` marks file maps its ids to the ids its `-to`
     /// counterpart gives the same marks.
     fn build_rewrite_map(&mut self) -> Result<(), SessionError> {
-        let read = |file: &Path| -> Result<HashMap<u64, ObjectId>, SessionError> {
-            Ok(marks::read_marks_file(file)?.into_iter().collect())
-        };
         // Later options for the same submodule name replace earlier ones.
         let last_by_name = |list: &[options::SubmoduleRewrite]| {
             let mut by_name: Vec<&options::SubmoduleRewrite> = Vec::new();
@@ -448,11 +446,11 @@ impl<'a> Session<'a> {
             by_name.into_iter().cloned().collect::<Vec<_>>()
         };
         for from in last_by_name(&self.settings.rewrite_from) {
-            let from_marks = read(&from.file)?;
             let to = last_by_name(&self.settings.rewrite_to).into_iter().find(|to| to.name == from.name);
             let to = to.ok_or_else(|| SessionError::MissingToMarks(from.name.clone()))?;
-            let to_marks = read(&to.file)?;
-            let mut sorted: Vec<_> = from_marks.into_iter().collect();
+            // A later line of a file redefines its mark.
+            let to_marks: HashMap<u64, ObjectId> = to.marks.into_iter().collect();
+            let mut sorted: Vec<_> = from.marks.into_iter().collect::<HashMap<_, _>>().into_iter().collect();
             sorted.sort_unstable_by_key(|(mark, _)| *mark);
             for (mark, from_id) in sorted {
                 let to_id = to_marks.get(&mark).ok_or(SessionError::MarkNotDeclared(mark))?;
@@ -474,7 +472,7 @@ impl<'a> Session<'a> {
         self.next_command(reader, engine)?;
         let mut mark = 0;
         if let Some(number) = request::c_string(reader.line()).strip_prefix(b"mark :") {
-            mark = strtoumax(number).map_or(0, |(mark, _)| mark);
+            mark = strtoumax(number, 10).map_or(0, |(mark, _)| mark);
             self.next_command(reader, engine)?;
         }
         if request::c_string(reader.line()).starts_with(b"original-oid ") {
@@ -519,7 +517,7 @@ impl<'a> Session<'a> {
             body.finish()?
         } else {
             // `strtoumax` with no checks: `data abc` is 0 bytes, `data 3x` is 3.
-            let len = strtoumax(spec).map_or(0, |(len, _)| len);
+            let len = strtoumax(spec, 10).map_or(0, |(len, _)| len);
             let mut body = self.blobs.begin(hash, Some(len))?;
             let arrived = reader.read_body::<SessionError>(len, |piece| Ok(body.write(piece)?))?;
             if arrived < len {
@@ -606,14 +604,14 @@ impl<'a> Session<'a> {
             return;
         }
         if let Err(message) = self.marks.export(&path) {
-            self.message(format!("error: {message}\n").as_bytes());
+            self.message(&report_line("error: ", &message));
             self.failure = true;
         }
     }
 
     fn print_warnings(&mut self) {
         for warning in std::mem::take(&mut self.settings.warnings) {
-            self.message(format!("warning: {warning}\n").as_bytes());
+            self.message(&report_line("warning: ", &warning));
         }
     }
 

@@ -6,10 +6,12 @@
 //! the same point as git's.
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use crate::fast_import::marks::{MarksError, read_marks_file};
 use crate::fatal::Bytes;
-use crate::store::parse_git_ulong as git_parse_ulong;
+use crate::git_compat::{self, parse_ulong::git_parse_ulong, strerror::strerror};
+use crate::store::ObjectId;
 
 /// git's `MAX_DEPTH` for `--depth` (accepted and ignored: cat-blobd writes no pack).
 const MAX_DEPTH: u64 = 8191;
@@ -41,6 +43,8 @@ pub enum OptionError {
     /// git's `xfopen` says "writing" for any mode but "r".
     #[error("could not open '{}' for writing: {message}", Bytes(.path))]
     PackEdges { path: Vec<u8>, message: String },
+    #[error(transparent)]
+    Marks(#[from] MarksError),
     #[error("unknown option {}", Bytes(.0))]
     UnknownOption(Vec<u8>),
     /// A daemon's client of another uid asked for something that reads or writes a file with the daemon's rights.
@@ -59,11 +63,11 @@ pub struct ImportMarks {
     pub ignore_missing: bool,
 }
 
-/// A `rewrite-submodules-from/to=<name>:<file>` option.
+/// A `rewrite-submodules-from/to=<name>:<file>` option, with the marks its file held when the option was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubmoduleRewrite {
     pub name: Vec<u8>,
-    pub file: PathBuf,
+    pub marks: Vec<(u64, ObjectId)>,
 }
 
 /// Stream settings that features, options and flags change. Only what a reader acts on is kept; the rest is
@@ -231,9 +235,11 @@ impl Settings {
                 return Err(OptionError::FileNotAllowed(option.to_vec()));
             }
             // git opens (creates) the file for appending at once; it stays empty since no pack is written.
-            std::fs::OpenOptions::new().append(true).create(true).open(OsStr::from_bytes(path)).map_err(|err| {
-                OptionError::PackEdges { path: path.to_vec(), message: crate::response::writev::strerror(&err) }
-            })?;
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(OsStr::from_bytes(path))
+                .map_err(|err| OptionError::PackEdges { path: path.to_vec(), message: strerror(&err) })?;
         } else if option == b"quiet" {
             self.stats = false;
         } else if option == b"stats" {
@@ -275,43 +281,17 @@ impl Settings {
     }
 }
 
+/// git's `option_rewrite_submodules`: the file (relative to the working directory, never to `relative-marks`)
+/// is read when the option is, so a missing, unreadable or corrupt file stops the stream right there.
 fn submodule_rewrite(arg: &[u8]) -> Result<SubmoduleRewrite, OptionError> {
     let colon = memchr::memchr(b':', arg).ok_or(OptionError::SubmoduleRewriteFormat)?;
-    Ok(SubmoduleRewrite { name: arg[..colon].to_vec(), file: PathBuf::from(OsStr::from_bytes(&arg[colon + 1..])) })
+    let marks = read_marks_file(Path::new(OsStr::from_bytes(&arg[colon + 1..])))?;
+    Ok(SubmoduleRewrite { name: arg[..colon].to_vec(), marks })
 }
 
-/// git's `ulong_arg`: `strtoul(arg, &end, 0)`, refusing any `-`, no digits, or trailing bytes.
+/// git's `ulong_arg`, naming `option` in its error.
 fn ulong_arg(option: &'static str, arg: &[u8]) -> Result<u64, OptionError> {
-    if arg.contains(&b'-') {
-        return Err(OptionError::NotANonNegativeInteger(option));
-    }
-    let (value, used) = strtoul_radix0(arg).ok_or(OptionError::NotANonNegativeInteger(option))?;
-    if used != arg.len() {
-        return Err(OptionError::NotANonNegativeInteger(option));
-    }
-    Ok(value)
-}
-
-/// C's `strtoul(s, &end, 0)` without sign handling: leading white space, `0x` hex, `0` octal, else decimal;
-/// saturates on overflow. Returns the value and the bytes consumed, or `None` when nothing was parsed.
-fn strtoul_radix0(s: &[u8]) -> Option<(u64, usize)> {
-    let mut i = s.iter().take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')).count();
-    if s.get(i) == Some(&b'+') {
-        i += 1;
-    }
-    let (radix, start) = match (s.get(i), s.get(i + 1), s.get(i + 2)) {
-        (Some(b'0'), Some(b'x' | b'X'), Some(d)) if d.is_ascii_hexdigit() => (16, i + 2),
-        (Some(b'0'), _, _) => (8, i),
-        _ => (10, i),
-    };
-    let digits = s[start..].iter().take_while(|b| (**b as char).is_digit(radix)).count();
-    if digits == 0 {
-        return None;
-    }
-    let value = s[start..start + digits].iter().try_fold(0u64, |acc, d| {
-        acc.checked_mul(u64::from(radix))?.checked_add(u64::from((*d as char).to_digit(radix).expect("digit")))
-    });
-    Some((value.unwrap_or(u64::MAX), start + digits))
+    git_compat::strtoumax::ulong_arg(arg).ok_or(OptionError::NotANonNegativeInteger(option))
 }
 
 #[cfg(test)]

@@ -110,7 +110,7 @@ mod tests {
         }
         assert_eq!(unquote_c_style(br#""a" rest"#), Ok((b"a".to_vec(), &b" rest"[..])));
         for bad in [&br#""\x""#[..], br#""\8""#, br#""\400""#, br#""\01""#, br#""open"#, b"noquote", br#""\"#] {
-            assert_eq!(unquote_c_style(bad), Err(UnquoteError::Invalid), "{}", crate::fatal::Bytes(bad));
+            assert_eq!(unquote_c_style(bad), Err(UnquoteError::Invalid), "{:?}", bad.escape_ascii());
         }
     }
 }

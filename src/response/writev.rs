@@ -13,6 +13,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use rustix::event::{PollFd, PollFlags};
 use rustix::io::Errno;
 
+use crate::git_compat::strerror::strerror;
+
 /// Most iovecs one `writev(2)` accepts; above it the call fails with `EINVAL` instead of writing a prefix.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub const IOV_MAX: usize = libc::UIO_MAXIOV as usize;
@@ -156,19 +158,6 @@ impl WriteError {
         match self {
             WriteError::Io(err) => err,
         }
-    }
-}
-
-/// An I/O error's text the way C's `strerror` gives it (`Bad file descriptor`), without the
-/// ` (os error 9)` that `io::Error`'s `Display` appends. Errors that did not come from the OS keep their message.
-pub fn strerror(err: &io::Error) -> String {
-    let text = err.to_string();
-    match err.raw_os_error() {
-        Some(code) => match text.strip_suffix(&format!(" (os error {code})")) {
-            Some(message) => message.to_owned(),
-            None => text,
-        },
-        None => text,
     }
 }
 
@@ -635,11 +624,5 @@ mod tests {
             writer.write_all(&mut [IoSlice::new(b"hdr\n"), IoSlice::new(b"data"), IoSlice::new(b"\n")]).unwrap_err();
         assert!(err.is_broken_pipe());
         assert_eq!(err.to_string(), "write to frontend failed: Broken pipe");
-    }
-
-    #[test]
-    fn strerror_drops_only_the_os_error_number() {
-        assert_eq!(strerror(&io::Error::from_raw_os_error(libc::EBADF)), "Bad file descriptor");
-        assert_eq!(strerror(&io::Error::other("no OS here (os error 9)")), "no OS here (os error 9)");
     }
 }

@@ -10,7 +10,8 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 
-use crate::response::writev::strerror;
+use crate::git_compat::strerror::strerror;
+use crate::git_compat::strtoumax::ulong_arg;
 
 use super::protocol::{CWD_FD, Hello, MAX_FDS, ProtocolError, Reply, STATS_MAGIC};
 
@@ -132,17 +133,10 @@ fn read_reply(mut stream: &UnixStream) -> io::Result<Vec<u8>> {
     }
 }
 
-/// The number a `--cat-blob-fd=<n>` flag names, read as git's `strtoul(n, NULL, 0)` would (decimal, `0x` hex or
+/// The number a `--cat-blob-fd=<n>` flag names, read as git's `ulong_arg` reads it (decimal, `0x` hex or
 /// `0` octal); other flags and unreadable numbers name nothing (the session reports them as git does).
 fn named_cat_blob_fd(arg: &[u8]) -> Option<i32> {
-    let value = std::str::from_utf8(arg.strip_prefix(b"--cat-blob-fd=")?).ok()?.trim_start();
-    let value = value.strip_prefix('+').unwrap_or(value);
-    let (digits, radix) = match value.strip_prefix("0x").or_else(|| value.strip_prefix("0X")) {
-        Some(hex) => (hex, 16),
-        None if value.len() > 1 && value.starts_with('0') => (&value[1..], 8),
-        None => (value, 10),
-    };
-    i32::from_str_radix(digits, radix).ok().filter(|n| *n >= 0)
+    i32::try_from(ulong_arg(arg.strip_prefix(b"--cat-blob-fd=")?)?).ok()
 }
 
 /// Fd `number` of this process, if it is open.

@@ -291,7 +291,7 @@ impl Connection {
                 Bytes(flag),
                 self.peer.uid
             );
-            self.reply(&Reply::Fatal(message.clone().into_bytes()));
+            self.reply(&Reply::Fatal(crate::fatal::message_bytes(&message)));
             return Record::refused("connect", message);
         }
         let mut cwd = None;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::Mode;
 
-use crate::response::writev::strerror;
+use crate::git_compat::strerror::strerror;
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
 

@@ -158,17 +158,8 @@ impl Read for CancellableInput<'_> {
 }
 
 /// SIGTERM and SIGINT.
-#[allow(unsafe_code)]
 fn termination_signals() -> libc::sigset_t {
-    // SAFETY: a zeroed sigset_t is a valid value to hand to sigemptyset, which initialises it; sigaddset then
-    // only sets bits in this local set.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        set
-    }
+    crate::git_compat::sigset::sigset(&[libc::SIGTERM, libc::SIGINT])
 }
 
 /// Blocks SIGTERM and SIGINT in the calling thread and every thread it spawns later, so that only the signal

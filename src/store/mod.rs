@@ -15,7 +15,7 @@ mod replace;
 mod resolve;
 pub mod stream;
 
-pub use limits::{LimitError, git_alloc_limit, parse_git_ulong};
+pub use limits::{LimitError, git_alloc_limit};
 pub use replace::Replacements;
 
 use std::ffi::OsStr;

@@ -356,6 +356,14 @@ pub struct Checks {
 }
 
 impl Checks {
+    /// Runs one sub-case, recording its failure instead of stopping the test.
+    pub fn run(&mut self, what: &str, sub_case: impl FnOnce()) {
+        self.total += 1;
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(sub_case)).is_err() {
+            self.failed.push(what.to_owned());
+        }
+    }
+
     pub fn finish(self) {
         assert!(self.failed.is_empty(), "{} of {} sub-cases failed: {:?}", self.failed.len(), self.total, self.failed);
     }
@@ -365,11 +373,9 @@ impl Case {
     /// [`Case::expect`], recording a failure in `checks` instead of stopping the test.
     pub fn check(self, checks: &mut Checks, code: i32, message: &str) {
         let what = self.what.clone();
-        checks.total += 1;
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.expect(code, message)));
-        if result.is_err() {
-            checks.failed.push(what);
-        }
+        checks.run(&what, || {
+            self.expect(code, message);
+        });
     }
 }
 
