@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 use crate::engine::EngineConfig;
 use crate::fast_import::{self, Exit, SessionConfig, StreamIo, ls::LsOptions};
+use crate::store::cache::SharedCache;
 use crate::store::{ObjectId, Resolver, Store, StoreOptions, delta, fuzz_api};
 
 /// The largest object the fuzzed store agrees to allocate.
@@ -67,7 +68,7 @@ pub fn session(store: &Store, data: &[u8]) -> Exit {
     let null = dev_null().as_fd();
     let io = StreamIo { stdout: Some(null), stderr: Some(null), passed_fds: Some(Vec::new()) };
     let config = SessionConfig {
-        delta_cache_size: 1 << 20,
+        cache: SharedCache::new(1 << 20),
         stream_blob_memory: 1 << 20,
         ls: LsOptions { quote_path: true, ignore_case: false },
         fast_import_args: Vec::new(),
@@ -79,7 +80,6 @@ pub fn session(store: &Store, data: &[u8]) -> Exit {
             batch_bytes: 64 << 10,
             inline_requests: 0,
         },
-        shared_cache: None,
         may_name_files: true,
         live: None,
     };

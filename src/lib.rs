@@ -26,4 +26,5 @@ pub mod line_reader;
 pub mod repo;
 pub mod response;
 pub mod server;
+pub mod settings;
 pub mod store;

@@ -4,17 +4,14 @@
 #![deny(unsafe_code)]
 
 use std::os::fd::AsFd;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 
 use cat_blobd::cli;
-use cat_blobd::engine::{DEFAULT_INLINE_REQUESTS, EngineConfig};
-use cat_blobd::fast_import::{self, SessionConfig, StreamIo, ls::LsOptions};
+use cat_blobd::fast_import::{self, StreamIo};
 use cat_blobd::fatal::print_fatal;
-use cat_blobd::repo::Repository;
-use cat_blobd::store::{Replacements, Store, StoreOptions};
+use cat_blobd::settings::{self, Environment, Use};
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1).peekable();
@@ -45,56 +42,12 @@ fn main() -> ExitCode {
 }
 
 fn run(args: cli::Args) -> anyhow::Result<u8> {
-    let (store, config) = prepare(&args.cli, args.fast_import, false)?;
+    let (store, mut config) = settings::assemble(&args.cli, &Environment::from_process(), Use::OneShot)?;
+    config.fast_import_args = args.fast_import;
     // Our own handle on fd 0, read unbuffered by std: the session's reader does the buffering.
     let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
     let outcome = fast_import::run(stdin, StreamIo::process(), &store, config);
     Ok(outcome.exit as u8)
-}
-
-/// The repository's store and the stream settings that cat-blobd's own flags give. `for_daemon` makes the
-/// repository's paths absolute (the daemon runs each `connect` stream in its client's directory) and answers
-/// the first requests of each stream without starting threads (see [`DEFAULT_INLINE_REQUESTS`]).
-fn prepare(cli: &cli::Cli, fast_import: Vec<Vec<u8>>, for_daemon: bool) -> anyhow::Result<(Store, SessionConfig)> {
-    let repo = if for_daemon {
-        let git_dir = cli.git_dir.clone().or_else(|| std::env::var_os("GIT_DIR").map(PathBuf::from));
-        let mut repo = Repository::discover(git_dir.map(std::path::absolute).transpose()?.as_deref())?;
-        for path in [&mut repo.git_dir, &mut repo.common_dir, &mut repo.objects_dir] {
-            *path = std::path::absolute(&*path)?;
-        }
-        repo
-    } else {
-        Repository::discover(cli.git_dir.as_deref())?
-    };
-    let replace_refs = repo.config.use_replace_refs && std::env::var_os("GIT_NO_REPLACE_OBJECTS").is_none();
-    let replacements = if replace_refs {
-        let base = std::env::var("GIT_REPLACE_REF_BASE").unwrap_or_else(|_| "refs/replace/".into());
-        Replacements::read(&repo.common_dir, &base, repo.object_hash)
-    } else {
-        Replacements::default()
-    };
-    let options = StoreOptions { replacements, max_object_size: cli.max_object_size, ..Default::default() };
-    let store = Store::open(&repo.objects_dir, repo.object_hash, options.with_git_alloc_limit()?);
-    let config = SessionConfig {
-        delta_cache_size: usize::try_from(cli.delta_cache_size).unwrap_or(usize::MAX),
-        stream_blob_memory: usize::try_from(cli.stream_blob_memory).unwrap_or(usize::MAX),
-        ls: LsOptions { quote_path: repo.config.quote_path, ignore_case: repo.config.ignore_case },
-        fast_import_args: fast_import,
-        relative_marks_dir: repo.common_dir.join("info").join("fast-import"),
-        engine: EngineConfig {
-            threads: cli.threads.unwrap_or(EngineConfig::default().threads).max(1),
-            window: cli.window.max(1),
-            window_bytes: usize::try_from(cli.window_bytes).unwrap_or(usize::MAX),
-            // A fresh process pays a first-touch page fault on every buffer it fills, which two resolvers overlap;
-            // the daemon's heap is warm, and there starting the threads costs more than a short stream saves.
-            inline_requests: cli.inline_requests.unwrap_or(if for_daemon { DEFAULT_INLINE_REQUESTS } else { 0 }),
-            ..EngineConfig::default()
-        },
-        shared_cache: None,
-        may_name_files: true,
-        live: None,
-    };
-    Ok((store, config))
 }
 
 /// The daemon's three commands: `serve`, `connect` and `stats`.
@@ -106,13 +59,13 @@ mod daemon {
 
     use clap::Parser;
 
-    use super::{prepare, usage_error};
+    use super::usage_error;
     use cat_blobd::cli::{self, ServeCli, StatsCli};
     use cat_blobd::fatal::print_fatal;
     use cat_blobd::server::log::Value;
     use cat_blobd::server::protocol::{Reply, SIGPIPE};
     use cat_blobd::server::{self, Server, ServerConfig, client, shutdown};
-    use cat_blobd::store::cache::SharedCache;
+    use cat_blobd::settings::{self, Environment, Use};
 
     /// `cat-blobd serve`. SIGPIPE stays ignored (as the Rust runtime sets it): a client that goes away ends its
     /// own stream with EPIPE, never the daemon. SIGTERM and SIGINT are blocked before any thread exists and taken
@@ -136,8 +89,7 @@ mod daemon {
     }
 
     fn serve(args: ServeCli) -> anyhow::Result<()> {
-        let (store, mut session) = prepare(&args.stream, Vec::new(), true)?;
-        session.shared_cache = Some(SharedCache::new(session.delta_cache_size));
+        let (store, session) = settings::assemble(&args.stream, &Environment::from_process(), Use::Daemon)?;
         let config = ServerConfig {
             socket: args.socket,
             socket_mode: args.socket_mode,

@@ -4,6 +4,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::fatal::Bytes;
+use crate::settings::Environment;
 
 /// A repository as far as cat-blobd cares: where its objects live and which hash names them.
 #[derive(Debug, Clone)]
@@ -53,8 +54,8 @@ impl Repository {
     /// Finds the repository: `git_dir` (from `--git-dir`), else `GIT_DIR`, else walking up from the current
     /// directory (work trees, `.git` files with `gitdir:`, bare repositories), honouring
     /// `GIT_CEILING_DIRECTORIES`.
-    pub fn discover(git_dir: Option<&Path>) -> Result<Repository, RepoError> {
-        let explicit = git_dir.map(Path::to_path_buf).or_else(|| std::env::var_os("GIT_DIR").map(PathBuf::from));
+    pub fn discover(git_dir: Option<&Path>, env: &Environment) -> Result<Repository, RepoError> {
+        let explicit = git_dir.map(Path::to_path_buf).or_else(|| env.git_dir.clone());
         let git_dir = match explicit {
             Some(dir) => {
                 if gix_discover::is_git(&dir).is_err() {
@@ -69,19 +70,18 @@ impl Repository {
                 path.into_repository_and_work_tree_directories().0
             }
         };
-        Repository::at(git_dir)
+        Repository::at(git_dir, env)
     }
 
     /// Opens a known git directory.
-    pub fn at(git_dir: PathBuf) -> Result<Repository, RepoError> {
+    pub fn at(git_dir: PathBuf, env: &Environment) -> Result<Repository, RepoError> {
         let common_dir = match std::fs::read(git_dir.join("commondir")) {
             Ok(content) => git_dir.join(OsStr::from_bytes(content.trim_ascii_end())),
             Err(_) => git_dir.clone(),
         };
-        let objects_dir =
-            std::env::var_os("GIT_OBJECT_DIRECTORY").map(PathBuf::from).unwrap_or_else(|| common_dir.join("objects"));
+        let objects_dir = env.object_directory.clone().unwrap_or_else(|| common_dir.join("objects"));
         let object_hash = read_object_format(&common_dir.join("config"))?;
-        let config = read_config(&git_dir, &common_dir)?;
+        let config = read_config(&git_dir, &common_dir, env)?;
         Ok(Repository { git_dir, common_dir, objects_dir, object_hash, config })
     }
 }
@@ -107,19 +107,18 @@ fn read_object_format(config_path: &Path) -> Result<gix_hash::Kind, RepoError> {
 ///
 /// The sources are listed here rather than with gix-config's `from_globals`, which runs `git` to find its
 /// installation's config file: a process spawn on every start-up.
-fn read_config(git_dir: &Path, common_dir: &Path) -> Result<Config, RepoError> {
+fn read_config(git_dir: &Path, common_dir: &Path, env: &Environment) -> Result<Config, RepoError> {
     use gix_config::Source;
-    let env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let home = env("HOME").map(PathBuf::from);
-    let truthy = |name: &str| env(name).is_some_and(|v| gix_config::Boolean::try_from(v).is_ok_and(|b| b.0));
+    let home = env.home.clone();
+    let nosystem = env.config_nosystem.clone().is_some_and(|v| gix_config::Boolean::try_from(v).is_ok_and(|b| b.0));
     let mut files: Vec<(Source, PathBuf)> = Vec::new();
-    if !truthy("GIT_CONFIG_NOSYSTEM") {
-        files.push((Source::System, env("GIT_CONFIG_SYSTEM").map_or_else(|| "/etc/gitconfig".into(), PathBuf::from)));
+    if !nosystem {
+        files.push((Source::System, env.config_system.clone().unwrap_or_else(|| "/etc/gitconfig".into())));
     }
-    match env("GIT_CONFIG_GLOBAL") {
-        Some(global) => files.push((Source::User, PathBuf::from(global))),
+    match env.config_global.clone() {
+        Some(global) => files.push((Source::User, global)),
         None => {
-            let xdg = env("XDG_CONFIG_HOME").map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".config")));
+            let xdg = env.xdg_config_home.clone().or_else(|| home.as_ref().map(|h| h.join(".config")));
             files.extend(xdg.map(|dir| (Source::Git, dir.join("git/config"))));
             files.extend(home.as_ref().map(|h| (Source::User, h.join(".gitconfig"))));
         }

@@ -96,8 +96,6 @@ pub enum SessionError {
 /// Everything a stream needs besides its input.
 #[derive(Debug, Clone)]
 pub struct SessionConfig {
-    /// Byte cap of the delta-base cache.
-    pub delta_cache_size: usize,
     /// Bytes of stream-defined blobs kept in memory before spilling to a temporary file.
     pub stream_blob_memory: usize,
     pub ls: LsOptions,
@@ -106,9 +104,8 @@ pub struct SessionConfig {
     /// `<git dir>/info/fast-import`, where relative marks paths go under `relative-marks`.
     pub relative_marks_dir: PathBuf,
     pub engine: EngineConfig,
-    /// A delta-base cache to share with other streams (a server's connections); `None`: one of this stream's
-    /// own, of `delta_cache_size` bytes.
-    pub shared_cache: Option<SharedCache>,
+    /// The delta-base cache, shared by every stream of the process (a server's connections).
+    pub cache: SharedCache,
     /// See [`Settings::may_name_files`].
     pub may_name_files: bool,
     /// Counters to add this stream's requests and bytes to as they happen (a server's, for `stats`).
@@ -243,7 +240,7 @@ impl From<EngineError<SessionError>> for SessionError {
 pub fn run<R: Read>(input: R, io: StreamIo<'_>, store: &Store, config: SessionConfig) -> Outcome {
     let started = Instant::now();
     let mut reader = LineReader::new(input);
-    let cache = config.shared_cache.clone().unwrap_or_else(|| SharedCache::new(config.delta_cache_size));
+    let cache = config.cache.clone();
     let (engine_config, live) = (config.engine, config.live.clone());
     let mut session = Session::new(io, store, cache.clone(), config);
     let (result, written) = std::thread::scope(|scope| {

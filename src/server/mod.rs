@@ -128,12 +128,8 @@ pub struct Server {
 
 impl Server {
     /// Binds the socket (see [`listener::bind`]); nothing is accepted before [`Server::run`].
-    pub fn bind(mut config: ServerConfig, store: Arc<Store>) -> Result<Server, ServerError> {
-        let cache = config
-            .session
-            .shared_cache
-            .get_or_insert_with(|| SharedCache::new(config.session.delta_cache_size))
-            .clone();
+    pub fn bind(config: ServerConfig, store: Arc<Store>) -> Result<Server, ServerError> {
+        let cache = config.session.cache.clone();
         let (listener, socket) = listener::bind(&config.socket, config.socket_mode)?;
         let state = State {
             store,

@@ -8,14 +8,12 @@ mod alternates;
 pub mod cache;
 pub mod delta;
 mod inflate;
-mod limits;
 mod loose;
 mod pack;
 mod replace;
 mod resolve;
 pub mod stream;
 
-pub use limits::{LimitError, git_alloc_limit};
 pub use replace::Replacements;
 
 use std::ffi::OsStr;
@@ -134,6 +132,8 @@ pub struct StoreOptions {
     pub max_chain_bytes: u64,
     /// Replace refs to apply to every read (empty when they are turned off).
     pub replacements: Replacements,
+    /// `GIT_ALTERNATE_OBJECT_DIRECTORIES`: more object directories, after those of `objects/info/alternates`.
+    pub alternate_object_directories: Option<std::ffi::OsString>,
 }
 
 impl Default for StoreOptions {
@@ -142,6 +142,7 @@ impl Default for StoreOptions {
             max_object_size: DEFAULT_MAX_OBJECT_SIZE,
             max_chain_bytes: DEFAULT_MAX_CHAIN_BYTES,
             replacements: Replacements::default(),
+            alternate_object_directories: None,
         }
     }
 }
@@ -159,17 +160,6 @@ pub(crate) fn inflatable(declared: u64, compressed: usize) -> Result<(), Damage>
         return Err(Damage::ImpossibleSize { declared, compressed: compressed as u64 });
     }
     Ok(())
-}
-
-impl StoreOptions {
-    /// Lowers [`Self::max_object_size`] to `GIT_ALLOC_LIMIT` when that is set, non-zero and smaller, as git
-    /// refuses larger allocations; an unreadable value is git's `failed to parse GIT_ALLOC_LIMIT`.
-    pub fn with_git_alloc_limit(mut self) -> Result<Self, LimitError> {
-        if let Some(limit) = git_alloc_limit()? {
-            self.max_object_size = self.max_object_size.min(limit);
-        }
-        Ok(self)
-    }
 }
 
 /// Scratch state for reading objects on one thread: the inflater and a handle on the delta-base cache, which
@@ -220,8 +210,7 @@ pub struct Store {
 impl Store {
     /// Opens the object directory and its alternates and maps their packs.
     pub fn open(objects_dir: &Path, hash: gix_hash::Kind, options: StoreOptions) -> Store {
-        let env_alternates = std::env::var_os("GIT_ALTERNATE_OBJECT_DIRECTORIES");
-        let dirs = alternates::object_dirs(objects_dir, env_alternates.as_deref())
+        let dirs = alternates::object_dirs(objects_dir, options.alternate_object_directories.as_deref())
             .into_iter()
             .map(|path| ObjectDir { path, packs: RwLock::default(), scanned: Mutex::new(None) })
             .collect();
