@@ -11,7 +11,7 @@ use clap::error::ErrorKind;
 use cat_blobd::cli;
 use cat_blobd::fast_import::{self, StreamIo};
 use cat_blobd::fatal::print_fatal;
-use cat_blobd::settings::{self, Environment, Use};
+use cat_blobd::settings::{self, Assembled, Environment, Use};
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1).peekable();
@@ -42,7 +42,8 @@ fn main() -> ExitCode {
 }
 
 fn run(args: cli::Args) -> anyhow::Result<u8> {
-    let (store, mut config) = settings::assemble(&args.cli, &Environment::from_process(), Use::OneShot)?;
+    let Assembled { store, stream: mut config, .. } =
+        settings::assemble(&args.cli, &Environment::from_process(), Use::OneShot)?;
     config.fast_import_args = args.fast_import;
     // Our own handle on fd 0, read unbuffered by std: the session's reader does the buffering.
     let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
@@ -65,7 +66,7 @@ mod daemon {
     use cat_blobd::server::log::Value;
     use cat_blobd::server::protocol::{Reply, SIGPIPE};
     use cat_blobd::server::{self, Server, ServerConfig, client, shutdown};
-    use cat_blobd::settings::{self, Environment, Use};
+    use cat_blobd::settings::{self, Assembled, Environment, Use};
 
     /// `cat-blobd serve`. SIGPIPE stays ignored (as the Rust runtime sets it): a client that goes away ends its
     /// own stream with EPIPE, never the daemon. SIGTERM and SIGINT are blocked before any thread exists and taken
@@ -89,7 +90,8 @@ mod daemon {
     }
 
     fn serve(args: ServeCli) -> anyhow::Result<()> {
-        let (store, session) = settings::assemble(&args.stream, &Environment::from_process(), Use::Daemon)?;
+        let Assembled { store, stream: session, .. } =
+            settings::assemble(&args.stream, &Environment::from_process(), Use::Daemon)?;
         let config = ServerConfig {
             socket: args.socket,
             socket_mode: args.socket_mode,

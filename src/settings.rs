@@ -77,9 +77,16 @@ pub enum Use {
     Daemon,
 }
 
-/// The repository's store, and the settings every stream starts from (with the one delta-base cache that all
-/// of them share), from cat-blobd's own flags and `env`.
-pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<(Store, SessionConfig), SettingsError> {
+/// What the settings come to: the repository, its store, and the settings every fast-import stream starts from
+/// (with the one delta-base cache that every stream of the process shares).
+pub struct Assembled {
+    pub repo: Repository,
+    pub store: Store,
+    pub stream: SessionConfig,
+}
+
+/// Assembles [`Assembled`] from cat-blobd's own flags and `env`.
+pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<Assembled, SettingsError> {
     let repo = repository(cli, env, usage)?;
     let replacements = if repo.config.use_replace_refs && !env.no_replace_objects {
         // Ref names are UTF-8 here: a base that is not names no ref, and git's default applies.
@@ -98,7 +105,7 @@ pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<(Store,
         options.max_object_size = options.max_object_size.min(limit);
     }
     let store = Store::open(&repo.objects_dir, repo.object_hash, options);
-    let config = SessionConfig {
+    let stream = SessionConfig {
         cache: SharedCache::new(usize::try_from(cli.delta_cache_size).unwrap_or(usize::MAX)),
         stream_blob_memory: usize::try_from(cli.stream_blob_memory).unwrap_or(usize::MAX),
         ls: LsOptions { quote_path: repo.config.quote_path, ignore_case: repo.config.ignore_case },
@@ -108,7 +115,7 @@ pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<(Store,
         may_name_files: true,
         live: None,
     };
-    Ok((store, config))
+    Ok(Assembled { repo, store, stream })
 }
 
 fn repository(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<Repository, SettingsError> {
