@@ -58,8 +58,8 @@ pub enum Damage {
     Delta(#[from] delta::DeltaError),
     #[error("object of {size} bytes exceeds the limit of {limit} bytes")]
     TooLarge { size: u64, limit: u64 },
-    #[error("delta chain longer than {} entries (a delta cycle?)", resolve::MAX_DELTA_CHAIN)]
-    ChainTooDeep,
+    #[error("delta cycle: the chain of bases comes back to an entry it passed")]
+    DeltaCycle,
     #[error("delta chain produces more than {limit} bytes")]
     ChainTooLarge { limit: u64 },
     #[error("delta base {0} is in no pack and not loose")]

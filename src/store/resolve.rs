@@ -9,9 +9,34 @@ use gix_pack::data::entry::Header;
 use super::pack::Pack;
 use super::{Damage, Data, Location, Object, ReadError, Resolver, Store, delta, oid};
 
-/// Longer chains than this are refused as damage (a REF_DELTA cycle never ends otherwise). git's
-/// pack-objects caps `--depth` at 4095; this leaves room for any pack git writes.
-pub const MAX_DELTA_CHAIN: usize = 8192;
+/// Finds a delta chain that comes back to an entry it passed (Brent's algorithm): it remembers one entry of the
+/// walk and compares each next one with it, moving the remembered entry forward at every power of two. A valid
+/// chain never passes an entry twice, so no depth is refused (git reads chains of any depth, and older gits and
+/// other tools wrote deeper ones than git's 4,095); a cycle is found within three times the links that lead into
+/// it and go around it, so the walk of a damaged pack holds no more links than that.
+struct CycleCheck {
+    remembered: (u32, u64),
+    power: usize,
+    steps: usize,
+}
+
+impl CycleCheck {
+    fn new(start: (u32, u64)) -> Self {
+        CycleCheck { remembered: start, power: 1, steps: 0 }
+    }
+
+    /// Notes the next entry of the walk; true if the walk has been there before.
+    fn comes_back(&mut self, next: (u32, u64)) -> bool {
+        if next == self.remembered {
+            return true;
+        }
+        self.steps += 1;
+        if self.steps == self.power {
+            (self.remembered, self.power, self.steps) = (next, self.power * 2, 0);
+        }
+        false
+    }
+}
 
 /// A delta entry waiting for its base.
 struct Link {
@@ -52,6 +77,7 @@ impl Store {
         };
 
         // Down: follow bases until one is cached or stored whole.
+        let mut cycle = CycleCheck::new((pack.id, offset));
         let (kind, mut data, cached) = loop {
             if let Some((kind, data)) = resolver.cache.get((pack.id, offset)) {
                 break (kind, data, true);
@@ -86,10 +112,10 @@ impl Store {
                     break (kind, Arc::new(data), false);
                 }
             };
-            chain.push(Link { pack: Arc::clone(&pack), offset, entry });
-            if chain.len() > MAX_DELTA_CHAIN {
-                return Err(damaged(&pack, offset, Damage::ChainTooDeep));
+            if cycle.comes_back((base.0.id, base.1)) {
+                return Err(damaged(&pack, offset, Damage::DeltaCycle));
             }
+            chain.push(Link { pack: Arc::clone(&pack), offset, entry });
             (pack, offset) = base;
         };
 
@@ -138,5 +164,40 @@ impl Store {
             (base_pack, base_offset) = (Arc::clone(&link.pack), link.offset);
         }
         Ok(Object { kind, data })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Walks `next` from `start` until it leaves the entries (None) or `CycleCheck` stops it; the links taken.
+    fn walk(start: u64, next: impl Fn(u64) -> Option<u64>) -> Result<usize, usize> {
+        let mut cycle = CycleCheck::new((0, start));
+        let (mut at, mut links) = (start, 0);
+        while let Some(base) = next(at) {
+            if cycle.comes_back((0, base)) {
+                return Err(links);
+            }
+            (at, links) = (base, links + 1);
+        }
+        Ok(links)
+    }
+
+    #[test]
+    fn valid_chains_of_any_depth_pass() {
+        assert_eq!(walk(100_000, |at| at.checked_sub(1)), Ok(100_000));
+        assert_eq!(walk(0, |_| None), Ok(0));
+    }
+
+    #[test]
+    fn cycles_are_found_soon_after_they_close() {
+        assert_eq!(walk(7, |at| Some(at)), Err(0), "an entry based on itself");
+        assert_eq!(walk(1, |at| Some(3 - at)), Err(2), "two entries based on each other");
+        // A tail of 1,000 links into a cycle of 5,001: found once the walk has gone round, within three times
+        // the links that lead into the cycle and go around it.
+        let next = |at: u64| Some(if at == 0 { 5_000 } else { at - 1 });
+        let links = walk(6_000, next).expect_err("a cycle");
+        assert!((6_001..3 * 6_001).contains(&links), "{links}");
     }
 }
