@@ -14,6 +14,7 @@ mod replace;
 mod resolve;
 pub mod stream;
 
+pub use pack::PackError;
 pub use replace::Replacements;
 
 use std::ffi::OsStr;
@@ -41,11 +42,12 @@ pub struct Object {
     pub data: Data,
 }
 
-/// What is wrong with a stored object. Each one names damage, never absence.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// What is wrong with a stored object. Each one names damage, never absence. (Errors of other crates are
+/// shared, so that a `ReadError` can be cloned.)
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Damage {
     #[error("bad entry header: {0}")]
-    Entry(String),
+    Entry(Arc<gix_error::Error>),
     #[error("entry lies past the end of the pack data (truncated pack?)")]
     Truncated,
     #[error("corrupt zlib stream")]
@@ -67,13 +69,15 @@ pub enum Damage {
     #[error("delta base offset points outside the pack")]
     BadBaseOffset,
     #[error("{0}")]
-    Unusable(String),
+    Unusable(Arc<PackError>),
     #[error("corrupt loose object header")]
     LooseHeader,
     #[error("garbage at end of loose object")]
     TrailingGarbage,
     #[error("{0}")]
-    Io(String),
+    Io(Arc<std::io::Error>),
+    #[error("{0}")]
+    StreamBlob(Arc<stream::StreamBlobError>),
     #[error("replacement {0} not found")]
     ReplacementMissing(ObjectId),
     #[error(transparent)]
@@ -190,7 +194,7 @@ impl Resolver {
 struct PackSet {
     packs: Vec<Arc<Pack>>,
     /// Index files that could not be read; an object missing elsewhere may be in them.
-    bad_indexes: Vec<(PathBuf, String)>,
+    bad_indexes: Vec<(PathBuf, Arc<PackError>)>,
 }
 
 struct ObjectDir {
@@ -331,7 +335,7 @@ impl Store {
                 return Err(ReadError {
                     oid: id.to_owned(),
                     location: Location::Index { path: path.clone() },
-                    damage: Damage::Unusable(why.clone()),
+                    damage: Damage::Unusable(Arc::clone(why)),
                 });
             }
         }
@@ -383,7 +387,7 @@ impl Store {
             let id = self.next_pack_id.fetch_add(1, Ordering::Relaxed);
             match Pack::open(&idx_path, id, self.hash) {
                 Ok(pack) => next.packs.push(Arc::new(pack)),
-                Err(why) => next.bad_indexes.push((idx_path, why)),
+                Err(why) => next.bad_indexes.push((idx_path, Arc::new(why))),
             }
         }
         // Packs whose files are gone stay mapped and readable, after the live ones.

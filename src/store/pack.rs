@@ -14,6 +14,27 @@ use gix_pack::data::entry::Header;
 use super::Damage;
 use super::inflate::Inflater;
 
+/// Why a pack cannot be used: its index (then any object might be in it), or its data.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    #[error("{0}")]
+    Index(gix_error::Error),
+    #[error("cannot open pack: {0}")]
+    Open(gix_error::Error),
+    #[error("pack has {pack} objects but its index lists {index}")]
+    CountMismatch { pack: u32, index: u32 },
+    #[error("pack does not match its index (checksum differs: truncated or replaced?)")]
+    ChecksumMismatch,
+}
+
+/// One entry of one pack, as the delta-base cache and cycle checks name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EntryKey {
+    /// [`Pack::id`].
+    pub pack: u32,
+    pub offset: u64,
+}
+
 pub struct Pack {
     /// Unique within the store for its whole life (cache keys), never reused after a rescan.
     pub id: u32,
@@ -22,7 +43,7 @@ pub struct Pack {
     pub mtime: SystemTime,
     /// The mapped pack, or why it cannot be used (missing, unreadable, or not the pack its index describes).
     /// An unusable pack still answers "is the object here?" so that damage is reported, not taken for absence.
-    data: Result<gix_pack::data::File, String>,
+    data: Result<gix_pack::data::File, Arc<PackError>>,
     /// The entries that other entries of this pack are deltas against. Built in the background once the pack
     /// has served a few reads, so short streams never pay for it.
     delta_bases: OnceLock<DeltaBases>,
@@ -42,22 +63,26 @@ const READS_BEFORE_BASE_SCAN: u32 = 32;
 
 impl Pack {
     /// Opens `<name>.idx` and maps `<name>.pack`. Fails only when the index itself is unusable.
-    pub fn open(idx_path: &Path, id: u32, hash: gix_hash::Kind) -> Result<Pack, String> {
-        let index = gix_pack::index::File::at(idx_path, hash).map_err(|err| format!("{err}"))?;
+    pub fn open(idx_path: &Path, id: u32, hash: gix_hash::Kind) -> Result<Pack, PackError> {
+        let index = gix_pack::index::File::at(idx_path, hash).map_err(PackError::Index)?;
         let pack_path = idx_path.with_extension("pack");
         let mtime = std::fs::metadata(&pack_path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
-        let data = gix_pack::data::File::at(&pack_path, hash)
-            .map_err(|err| format!("cannot open pack: {err}"))
-            .and_then(|data| {
-                if data.num_objects() != index.num_objects() {
-                    Err(format!("pack has {} objects but its index lists {}", data.num_objects(), index.num_objects()))
-                } else if data.checksum() != index.pack_checksum() {
-                    Err("pack does not match its index (checksum differs: truncated or replaced?)".into())
-                } else {
-                    Ok(data)
-                }
-            });
+        let data = gix_pack::data::File::at(&pack_path, hash).map_err(PackError::Open).and_then(|data| {
+            if data.num_objects() != index.num_objects() {
+                Err(PackError::CountMismatch { pack: data.num_objects(), index: index.num_objects() })
+            } else if data.checksum() != index.pack_checksum() {
+                Err(PackError::ChecksumMismatch)
+            } else {
+                Ok(data)
+            }
+        });
+        let data = data.map_err(Arc::new);
         Ok(Pack { id, index, pack_path, mtime, data, delta_bases: OnceLock::new(), reads: AtomicU32::new(0) })
+    }
+
+    /// The cache key of the entry at `offset`.
+    pub fn key(&self, offset: u64) -> EntryKey {
+        EntryKey { pack: self.id, offset }
     }
 
     /// Where `id` starts in the pack, if the index lists it.
@@ -67,7 +92,7 @@ impl Pack {
     }
 
     fn data(&self) -> Result<&gix_pack::data::File, Damage> {
-        self.data.as_ref().map_err(|why| Damage::Unusable(why.clone()))
+        self.data.as_ref().map_err(|why| Damage::Unusable(Arc::clone(why)))
     }
 
     /// The entry header at `offset`.
@@ -76,7 +101,7 @@ impl Pack {
         if offset >= data.pack_end() as u64 {
             return Err(Damage::Truncated);
         }
-        data.entry(offset).map_err(|err| Damage::Entry(err.to_string()))
+        data.entry(offset).map_err(|err| Damage::Entry(Arc::new(err)))
     }
 
     /// Inflates the entry's stored bytes: the object itself, or a delta. Sizes over `limit` are refused

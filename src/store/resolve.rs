@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use gix_pack::data::entry::Header;
 
-use super::pack::Pack;
+use super::pack::{EntryKey, Pack};
 use super::{Damage, Data, Location, Object, ReadError, Resolver, Store, delta, oid};
 
 /// Finds a delta chain that comes back to an entry it passed (Brent's algorithm): it remembers one entry of the
@@ -15,18 +15,18 @@ use super::{Damage, Data, Location, Object, ReadError, Resolver, Store, delta, o
 /// other tools wrote deeper ones than git's 4,095); a cycle is found within three times the links that lead into
 /// it and go around it, so the walk of a damaged pack holds no more links than that.
 struct CycleCheck {
-    remembered: (u32, u64),
+    remembered: EntryKey,
     power: usize,
     steps: usize,
 }
 
 impl CycleCheck {
-    fn new(start: (u32, u64)) -> Self {
+    fn new(start: EntryKey) -> Self {
         CycleCheck { remembered: start, power: 1, steps: 0 }
     }
 
     /// Notes the next entry of the walk; true if the walk has been there before.
-    fn comes_back(&mut self, next: (u32, u64)) -> bool {
+    fn comes_back(&mut self, next: EntryKey) -> bool {
         if next == self.remembered {
             return true;
         }
@@ -77,9 +77,9 @@ impl Store {
         };
 
         // Down: follow bases until one is cached or stored whole.
-        let mut cycle = CycleCheck::new((pack.id, offset));
+        let mut cycle = CycleCheck::new(pack.key(offset));
         let (kind, mut data, cached) = loop {
-            if let Some((kind, data)) = resolver.cache.get((pack.id, offset)) {
+            if let Some(Object { kind, data }) = resolver.cache.get(pack.key(offset)) {
                 break (kind, data, true);
             }
             let entry = pack.entry(offset).map_err(|d| damaged(&pack, offset, d))?;
@@ -112,7 +112,7 @@ impl Store {
                     break (kind, Arc::new(data), false);
                 }
             };
-            if cycle.comes_back((base.0.id, base.1)) {
+            if cycle.comes_back(base.0.key(base.1)) {
                 return Err(damaged(&pack, offset, Damage::DeltaCycle));
             }
             chain.push(Link { pack: Arc::clone(&pack), offset, entry });
@@ -123,7 +123,7 @@ impl Store {
         // knows its bases) later ones.
         let wanted = pack.is_delta_base(offset);
         if !cached && (!chain.is_empty() || wanted) {
-            resolver.cache.put((pack.id, offset), kind, Arc::clone(&data), wanted);
+            resolver.cache.put(pack.key(offset), Object { kind, data: Arc::clone(&data) }, wanted);
         }
 
         // Up: apply each delta to the result so far; return the last.
@@ -131,7 +131,7 @@ impl Store {
         while let Some(link) = chain.pop() {
             let at_link = |d: Damage| damaged(&link.pack, link.offset, d);
             charge(link.entry.decompressed_size).map_err(at_link)?;
-            let key = (link.pack.id, link.offset);
+            let key = link.pack.key(link.offset);
             let delta = match resolver.cache.get_delta(key) {
                 Some(delta) => delta,
                 None => {
@@ -151,7 +151,7 @@ impl Store {
             // serve it, and in random order such walks would spend a root's count long before its deltas are
             // asked for, and drop it from the cache.
             if chain.is_empty() && base_pack.delta_built_from(base_offset) {
-                resolver.cache.remove((base_pack.id, base_offset));
+                resolver.cache.remove(base_pack.key(base_offset));
             }
             // Keep the object asked for if deltas still wait for it, but not the intermediates of the walk: git
             // keeps them, and in random order they push the roots out of the cache for nothing (a root costs a
@@ -159,7 +159,7 @@ impl Store {
             // history order unchanged (median of 3, alternating).
             let wanted = link.pack.is_delta_base(link.offset);
             if chain.is_empty() && wanted {
-                resolver.cache.put((link.pack.id, link.offset), kind, Arc::clone(&data), wanted);
+                resolver.cache.put(link.pack.key(link.offset), Object { kind, data: Arc::clone(&data) }, wanted);
             }
             (base_pack, base_offset) = (Arc::clone(&link.pack), link.offset);
         }
@@ -173,10 +173,10 @@ mod tests {
 
     /// Walks `next` from `start` until it leaves the entries (None) or `CycleCheck` stops it; the links taken.
     fn walk(start: u64, next: impl Fn(u64) -> Option<u64>) -> Result<usize, usize> {
-        let mut cycle = CycleCheck::new((0, start));
+        let mut cycle = CycleCheck::new(EntryKey { pack: 0, offset: start });
         let (mut at, mut links) = (start, 0);
         while let Some(base) = next(at) {
-            if cycle.comes_back((0, base)) {
+            if cycle.comes_back(EntryKey { pack: 0, offset: base }) {
                 return Err(links);
             }
             (at, links) = (base, links + 1);
