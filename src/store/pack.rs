@@ -145,11 +145,13 @@ impl Pack {
     pub fn note_read(pack: &Arc<Pack>) {
         if pack.reads.fetch_add(1, Ordering::Relaxed) + 1 == READS_BEFORE_BASE_SCAN {
             let pack = Arc::clone(pack);
-            std::thread::spawn(move || {
-                let bases = pack.scan_delta_bases();
-                let _ = pack.delta_bases.set(bases);
-            });
+            std::thread::spawn(move || pack.index_delta_bases());
         }
+    }
+
+    /// Scans the pack's delta bases now, unless that was done already.
+    pub fn index_delta_bases(&self) {
+        self.delta_bases.get_or_init(|| self.scan_delta_bases());
     }
 
     /// Reads every entry header once (no inflating) and counts the deltas built on each base. Damaged
@@ -180,5 +182,119 @@ impl Pack {
             }
         }
         DeltaBases { offsets, pending }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Kind;
+    use crate::store::testpack::{Objects, Stored, chain, delta, object_id};
+
+    const SHA1: gix_hash::Kind = gix_hash::Kind::Sha1;
+
+    fn open(pack_path: &Path) -> Pack {
+        Pack::open(&pack_path.with_extension("idx"), 7, SHA1).expect("a readable index")
+    }
+
+    #[test]
+    fn finds_reads_and_inflates_entries() {
+        let objects = Objects::new();
+        let entries = chain(&[b"base\n", b"base\nmore\n"], true);
+        let (path, offsets) = objects.add_pack("a", &entries);
+        let pack = open(&path);
+        assert_eq!(pack.lookup(&entries[0].0), Some(offsets[0]));
+        assert_eq!(pack.lookup(&entries[1].0), Some(offsets[1]));
+        assert_eq!(pack.lookup(&object_id(Kind::Blob, b"elsewhere")), None);
+        assert_eq!(pack.key(offsets[1]), EntryKey { pack: 7, offset: offsets[1] });
+
+        let mut inflater = Inflater::default();
+        let whole = pack.entry(offsets[0]).expect("entry");
+        assert_eq!(whole.header, Header::Blob);
+        assert_eq!(pack.inflate(&whole, &mut inflater, 1 << 20).expect("inflate"), b"base\n");
+        let on_base = pack.entry(offsets[1]).expect("entry");
+        let Header::OfsDelta { base_distance } = on_base.header else { panic!("{:?}", on_base.header) };
+        assert_eq!(on_base.checked_base_pack_offset(base_distance), Some(offsets[0]));
+        let Stored::Ofs(_, expected) = &entries[1].1 else { panic!("a delta") };
+        assert_eq!(&pack.inflate(&on_base, &mut inflater, 1 << 20).expect("inflate"), expected);
+        let refused = pack.inflate(&whole, &mut inflater, 4);
+        assert!(matches!(refused, Err(Damage::TooLarge { size: 5, limit: 4 })), "{refused:?}");
+        assert!(matches!(pack.entry(1 << 20), Err(Damage::Truncated)));
+    }
+
+    #[test]
+    fn a_pack_that_does_not_match_its_index_is_unusable_not_absent() {
+        let objects = Objects::new();
+        let entries = chain(&[b"one\n", b"one\ntwo\n"], true);
+        let (path, offsets) = objects.add_pack("a", &entries);
+        let unusable = |pack: &Pack| match pack.entry(offsets[0]) {
+            Err(Damage::Unusable(why)) => why,
+            other => panic!("{other:?}"),
+        };
+
+        let bytes = std::fs::read(&path).expect("pack");
+        let mut other_trailer = bytes.clone();
+        *other_trailer.last_mut().expect("trailer") ^= 1;
+        std::fs::write(&path, &other_trailer).expect("write");
+        let pack = open(&path);
+        assert!(pack.lookup(&entries[0].0).is_some(), "the index still answers");
+        assert!(matches!(*unusable(&pack), PackError::ChecksumMismatch));
+
+        let mut fewer = bytes.clone();
+        fewer[8..12].copy_from_slice(&1u32.to_be_bytes());
+        std::fs::write(&path, &fewer).expect("write");
+        assert!(matches!(*unusable(&open(&path)), PackError::CountMismatch { pack: 1, index: 2 }));
+
+        std::fs::remove_file(&path).expect("remove");
+        assert!(matches!(*unusable(&open(&path)), PackError::Open(_)));
+
+        std::fs::write(path.with_extension("idx"), b"not an index").expect("write");
+        let refused = Pack::open(&path.with_extension("idx"), 7, SHA1).map(|_| ());
+        assert!(matches!(refused, Err(PackError::Index(_))), "{refused:?}");
+    }
+
+    /// What the delta-base cache learns from a pack: which entries deltas are built on, and when the last of
+    /// those deltas has been served.
+    #[test]
+    fn delta_bases_count_down_as_their_deltas_are_served() {
+        let objects = Objects::new();
+        let base = b"a base for two deltas\n";
+        let mut entries = chain(&[base, b"a base for two deltas\nfirst\n"], true);
+        let second = b"a base for two deltas\nsecond\n";
+        let second_delta = delta(base.len(), base.len(), b"second\n");
+        entries.push((object_id(Kind::Blob, second), Stored::Ref(entries[0].0, second_delta)));
+        let (path, offsets) = objects.add_pack("a", &entries);
+        let pack = open(&path);
+        assert!(!pack.is_delta_base(offsets[0]), "nothing is known before the scan");
+        assert!(!pack.delta_built_from(offsets[0]));
+
+        pack.index_delta_bases();
+        assert!(pack.is_delta_base(offsets[0]), "an OFS_DELTA and a REF_DELTA are built on it");
+        assert!(!pack.is_delta_base(offsets[1]) && !pack.is_delta_base(offsets[2]));
+        assert!(!pack.delta_built_from(offsets[0]), "one delta still waits");
+        assert!(pack.is_delta_base(offsets[0]));
+        assert!(pack.delta_built_from(offsets[0]), "the last one was served");
+        assert!(!pack.is_delta_base(offsets[0]));
+        assert!(!pack.delta_built_from(offsets[0]), "once spent, the count stays at zero");
+        assert!(!pack.delta_built_from(offsets[1]), "not a base");
+    }
+
+    #[test]
+    fn the_base_scan_starts_after_some_reads() {
+        let objects = Objects::new();
+        let (path, offsets) = objects.add_pack("a", &chain(&[b"x", b"xy"], true));
+        let pack = Arc::new(open(&path));
+        for _ in 0..READS_BEFORE_BASE_SCAN - 1 {
+            Pack::note_read(&pack);
+        }
+        assert!(pack.delta_bases.get().is_none(), "short streams never pay for the scan");
+        Pack::note_read(&pack);
+        for _ in 0..1000 {
+            if pack.delta_bases.get().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(pack.is_delta_base(offsets[0]), "the scan ran in the background");
     }
 }
