@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use crate::util::case::{Case, Source};
 use crate::util::{
     Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, assert_same_as_git, blobs, cat_blob_stream, differential,
     escape, fixtures_root, git_fast_import, oracle, parse_responses, rev_parse,
@@ -86,6 +87,46 @@ all_blobs_tests! {
     all_blobs_bare_pack_order: Bare, Order::Pack;
     all_blobs_bare_sorted_order: Bare, Order::Sorted;
     all_blobs_bare_random_order: Bare, Order::Random(5);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Delta chains deeper than git writes
+
+const DEEP_CHAIN_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/deep-chain.py");
+const DEEP_CHAIN_DEPTH: usize = 10_000;
+
+/// Valid chains of any depth are served as git serves them. git's pack-objects writes at most 4,095 links, so
+/// `fixtures/deep-chain.py` writes two packs (checked and indexed by `git index-pack`): one chain of 10,000
+/// OFS_DELTA links and one of 10,000 REF_DELTA links. The deepest of each is asked for first, cold; then the
+/// roots, the middles, the tips again, and a seeded sample of both chains.
+#[test]
+fn delta_chains_10000_deep_ofs_and_ref_like_git() {
+    let scratch = TempDir::new("deep-chain");
+    let git_dir = scratch.path().join("deep.git");
+    let mut generate = std::process::Command::new("python3");
+    crate::util::clean_git_env(&mut generate);
+    let made =
+        generate.arg(DEEP_CHAIN_SCRIPT).arg(&git_dir).arg(DEEP_CHAIN_DEPTH.to_string()).output().expect("python3");
+    assert!(made.status.success(), "deep-chain.py: {}", escape(&made.stderr));
+    let mut chains: [Vec<String>; 2] = Default::default();
+    for line in String::from_utf8(made.stdout).expect("ascii").lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        let chain = &mut chains[usize::from(f[0] == "ref")];
+        assert_eq!(f[1].parse::<usize>().expect("depth"), chain.len(), "{line}");
+        chain.push(f[2].to_owned());
+    }
+    assert!(chains.iter().all(|chain| chain.len() == DEEP_CHAIN_DEPTH + 1));
+
+    let mut ids: Vec<&str> = Vec::new();
+    for at in [DEEP_CHAIN_DEPTH, 0, DEEP_CHAIN_DEPTH / 2, DEEP_CHAIN_DEPTH, DEEP_CHAIN_DEPTH - 1] {
+        ids.extend(chains.iter().map(|chain| chain[at].as_str()));
+    }
+    let mut rng = Rng::new(10_000);
+    ids.extend((0..200).map(|i| chains[i % 2][rng.below(DEEP_CHAIN_DEPTH + 1)].as_str()));
+    let source = Source::Extra { objects: vec![git_dir.join("objects")], sha256: false };
+    let git =
+        Case::new("10,000-deep OFS_DELTA and REF_DELTA chains", source).raw_stream(cat_blob_stream(&ids)).expect(0, "");
+    assert_eq!(parse_responses(&git.fd3).len(), ids.len(), "git answered every request");
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -649,7 +649,7 @@ impl ObjectSource for Objects<'_> {
                 return Err(ReadError {
                     oid: id.to_owned(),
                     location: crate::store::Location::StreamBlobs,
-                    damage: crate::store::Damage::Io(err.to_string()),
+                    damage: crate::store::Damage::StreamBlob(Arc::new(err)),
                 });
             }
         }

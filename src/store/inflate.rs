@@ -3,7 +3,7 @@
 //! Every pack entry declares its inflated size, so the output can be allocated once and inflated in one call;
 //! libdeflate does exactly that and was the fastest inflater measured on this job: all 268,207 entries of the
 //! benchmark corpus in 0.63 s, against 0.78 s for zlib-ng, 0.91 s for zlib-rs and 1.10 s for system zlib
-//! (medians of 5 alternating rounds, `benches/inflate-compare`; performance.md's prototype saw the same order).
+//! (medians of 5 alternating rounds, and the same order in a second run: `benches/inflate-compare/README.md`).
 use super::Damage;
 
 /// A per-thread inflater (libdeflate's decompressor holds scratch tables).

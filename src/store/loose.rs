@@ -21,7 +21,7 @@ pub fn read(path: &Path, limit: u64) -> Result<Option<(Kind, Vec<u8>)>, Damage> 
     let compressed = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(Damage::Io(err.to_string())),
+        Err(err) => return Err(Damage::Io(std::sync::Arc::new(err))),
     };
     decode(&compressed, limit).map(Some)
 }

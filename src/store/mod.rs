@@ -13,7 +13,10 @@ mod pack;
 mod replace;
 mod resolve;
 pub mod stream;
+#[cfg(test)]
+mod testpack;
 
+pub use pack::PackError;
 pub use replace::Replacements;
 
 use std::ffi::OsStr;
@@ -41,11 +44,12 @@ pub struct Object {
     pub data: Data,
 }
 
-/// What is wrong with a stored object. Each one names damage, never absence.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// What is wrong with a stored object. Each one names damage, never absence. (Errors of other crates are
+/// shared, so that a `ReadError` can be cloned.)
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Damage {
     #[error("bad entry header: {0}")]
-    Entry(String),
+    Entry(Arc<gix_error::Error>),
     #[error("entry lies past the end of the pack data (truncated pack?)")]
     Truncated,
     #[error("corrupt zlib stream")]
@@ -58,8 +62,8 @@ pub enum Damage {
     Delta(#[from] delta::DeltaError),
     #[error("object of {size} bytes exceeds the limit of {limit} bytes")]
     TooLarge { size: u64, limit: u64 },
-    #[error("delta chain longer than {} entries (a delta cycle?)", resolve::MAX_DELTA_CHAIN)]
-    ChainTooDeep,
+    #[error("delta cycle: the chain of bases comes back to an entry it passed")]
+    DeltaCycle,
     #[error("delta chain produces more than {limit} bytes")]
     ChainTooLarge { limit: u64 },
     #[error("delta base {0} is in no pack and not loose")]
@@ -67,13 +71,15 @@ pub enum Damage {
     #[error("delta base offset points outside the pack")]
     BadBaseOffset,
     #[error("{0}")]
-    Unusable(String),
+    Unusable(Arc<PackError>),
     #[error("corrupt loose object header")]
     LooseHeader,
     #[error("garbage at end of loose object")]
     TrailingGarbage,
     #[error("{0}")]
-    Io(String),
+    Io(Arc<std::io::Error>),
+    #[error("{0}")]
+    StreamBlob(Arc<stream::StreamBlobError>),
     #[error("replacement {0} not found")]
     ReplacementMissing(ObjectId),
     #[error(transparent)]
@@ -190,7 +196,7 @@ impl Resolver {
 struct PackSet {
     packs: Vec<Arc<Pack>>,
     /// Index files that could not be read; an object missing elsewhere may be in them.
-    bad_indexes: Vec<(PathBuf, String)>,
+    bad_indexes: Vec<(PathBuf, Arc<PackError>)>,
 }
 
 struct ObjectDir {
@@ -284,58 +290,76 @@ impl Store {
         self.options.replacements.resolve(&id.to_owned()).map_err(|err| replace_error(id, err.into()))
     }
 
-    /// Reads exactly `id`, without replace refs.
+    /// Reads exactly `id`, without replace refs: from the packs, else loose, else (only if nothing was damaged and
+    /// the packs changed since) from the packs once more, since a `git repack` may have moved it meanwhile from a
+    /// loose file or an old pack into a new pack. Damage is reported only if no intact copy is found anywhere.
     fn read_exact(&self, id: &oid, resolver: &mut Resolver) -> Result<Option<Object>, ReadError> {
         if id == gix_hash::ObjectId::empty_tree(self.hash) {
             return Ok(Some(Object { kind: Kind::Tree, data: Arc::default() }));
         }
         let mut first_error = None;
-        for attempt in 0..2 {
-            let searched = self.snapshots();
-            for set in &searched {
-                for pack in &set.packs {
-                    let Some(offset) = pack.lookup(id) else { continue };
-                    match self.read_packed(id, pack, offset, resolver) {
-                        Ok(object) => return Ok(Some(object)),
-                        Err(err) => _ = first_error.get_or_insert(err),
-                    }
-                }
-            }
-            if attempt == 0 {
-                for dir in &self.dirs {
-                    let path = loose::path(&dir.path, id);
-                    match loose::read(&path, self.options.max_object_size) {
-                        Ok(Some((kind, data))) => {
-                            return Ok(Some(Object { kind, data: Arc::new(data) }));
-                        }
-                        Ok(None) => {}
-                        Err(damage) => {
-                            _ = first_error.get_or_insert(ReadError {
-                                oid: id.to_owned(),
-                                location: Location::Loose { path },
-                                damage,
-                            })
-                        }
-                    }
-                }
-            }
-            if first_error.is_some() || !self.refreshed_since(&searched) {
-                break;
+        let searched = self.snapshots();
+        if let Some(object) = self.read_from_packs(id, &searched, resolver, &mut first_error) {
+            return Ok(Some(object));
+        }
+        if let Some(object) = self.read_from_loose(id, &mut first_error) {
+            return Ok(Some(object));
+        }
+        if first_error.is_none() && self.refreshed_since(&searched) {
+            let rescanned = self.snapshots();
+            if let Some(object) = self.read_from_packs(id, &rescanned, resolver, &mut first_error) {
+                return Ok(Some(object));
             }
         }
         if let Some(err) = first_error {
             return Err(err);
         }
-        for dir in &self.dirs {
-            if let Some((path, why)) = snapshot(dir).bad_indexes.first() {
-                return Err(ReadError {
-                    oid: id.to_owned(),
-                    location: Location::Index { path: path.clone() },
-                    damage: Damage::Unusable(why.clone()),
-                });
+        match self.dirs.iter().find_map(|dir| snapshot(dir).bad_indexes.first().cloned()) {
+            // The object may be in the index that could not be read: not knowing is not absence.
+            Some((path, why)) => {
+                Err(ReadError { oid: id.to_owned(), location: Location::Index { path }, damage: Damage::Unusable(why) })
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Reads `id` from the first pack of `sets` that has an intact copy; damage on the way is kept in
+    /// `first_error` (if it is the first) and the search goes on.
+    fn read_from_packs(
+        &self,
+        id: &oid,
+        sets: &[Arc<PackSet>],
+        resolver: &mut Resolver,
+        first_error: &mut Option<ReadError>,
+    ) -> Option<Object> {
+        for pack in sets.iter().flat_map(|set| &set.packs) {
+            let Some(offset) = pack.lookup(id) else { continue };
+            match self.read_packed(id, pack, offset, resolver) {
+                Ok(object) => return Some(object),
+                Err(err) => _ = first_error.get_or_insert(err),
             }
         }
-        Ok(None)
+        None
+    }
+
+    /// Reads `id` as a loose object of the first object directory that has an intact copy; damage on the way is
+    /// kept in `first_error` (if it is the first) and the search goes on.
+    fn read_from_loose(&self, id: &oid, first_error: &mut Option<ReadError>) -> Option<Object> {
+        for dir in &self.dirs {
+            let path = loose::path(&dir.path, id);
+            match loose::read(&path, self.options.max_object_size) {
+                Ok(Some((kind, data))) => return Some(Object { kind, data: Arc::new(data) }),
+                Ok(None) => {}
+                Err(damage) => {
+                    _ = first_error.get_or_insert(ReadError {
+                        oid: id.to_owned(),
+                        location: Location::Loose { path },
+                        damage,
+                    })
+                }
+            }
+        }
+        None
     }
 
     /// Finds `id` in any pack, for REF_DELTA bases that live outside the delta's own pack.
@@ -383,7 +407,7 @@ impl Store {
             let id = self.next_pack_id.fetch_add(1, Ordering::Relaxed);
             match Pack::open(&idx_path, id, self.hash) {
                 Ok(pack) => next.packs.push(Arc::new(pack)),
-                Err(why) => next.bad_indexes.push((idx_path, why)),
+                Err(why) => next.bad_indexes.push((idx_path, Arc::new(why))),
             }
         }
         // Packs whose files are gone stay mapped and readable, after the live ones.
@@ -416,4 +440,53 @@ pub mod fuzz_api {
 
 fn snapshot(dir: &ObjectDir) -> Arc<PackSet> {
     Arc::clone(&dir.packs.read().unwrap_or_else(|poisoned| poisoned.into_inner()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testpack::{Objects, Stored, chain, delta, object_id};
+    use super::*;
+
+    fn open(objects: &Objects) -> Store {
+        Store::open(objects.path(), gix_hash::Kind::Sha1, StoreOptions::default())
+    }
+
+    #[test]
+    fn a_pack_written_after_a_miss_is_found_by_the_rescan() {
+        let objects = Objects::new();
+        let store = open(&objects);
+        let entries = chain(&[b"late\n"], true);
+        let mut resolver = Resolver::new(1 << 20);
+        assert!(store.read(&entries[0].0, &mut resolver).expect("no damage").is_none());
+        objects.add_pack("late", &entries);
+        let found = store.read(&entries[0].0, &mut resolver).expect("no damage").expect("found");
+        assert_eq!(found.data.as_slice(), b"late\n");
+        assert_eq!(store.pack_count(), 1);
+    }
+
+    #[test]
+    fn damage_is_reported_only_when_no_intact_copy_exists() {
+        let objects = Objects::new();
+        let id = object_id(Kind::Blob, b"content\n");
+        let nowhere = object_id(Kind::Blob, b"nowhere");
+        let (path, offsets) = objects.add_pack("bad", &[(id, Stored::Ref(nowhere, delta(7, 7, b"\n")))]);
+        let store = open(&objects);
+        let mut resolver = Resolver::new(1 << 20);
+        let err = store.read(&id, &mut resolver).expect_err("the only copy is damaged");
+        assert_eq!(err.location, Location::Pack { path, offset: offsets[0] });
+        objects.add_loose(Kind::Blob, b"content\n");
+        let found = store.read(&id, &mut resolver).expect("an intact loose copy").expect("found");
+        assert_eq!(found.data.as_slice(), b"content\n");
+    }
+
+    #[test]
+    fn an_unreadable_index_makes_a_miss_an_error() {
+        let objects = Objects::new();
+        let idx = objects.path().join("pack/pack-broken.idx");
+        std::fs::write(&idx, b"not an index").expect("write");
+        let store = open(&objects);
+        let err = store.read(&object_id(Kind::Blob, b"anything"), &mut Resolver::new(1 << 20)).expect_err("unsure");
+        assert_eq!(err.location, Location::Index { path: idx });
+        assert!(matches!(&err.damage, Damage::Unusable(why) if matches!(**why, PackError::Index(_))), "{err}");
+    }
 }

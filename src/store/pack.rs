@@ -14,6 +14,27 @@ use gix_pack::data::entry::Header;
 use super::Damage;
 use super::inflate::Inflater;
 
+/// Why a pack cannot be used: its index (then any object might be in it), or its data.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    #[error("{0}")]
+    Index(gix_error::Error),
+    #[error("cannot open pack: {0}")]
+    Open(gix_error::Error),
+    #[error("pack has {pack} objects but its index lists {index}")]
+    CountMismatch { pack: u32, index: u32 },
+    #[error("pack does not match its index (checksum differs: truncated or replaced?)")]
+    ChecksumMismatch,
+}
+
+/// One entry of one pack, as the delta-base cache and cycle checks name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EntryKey {
+    /// [`Pack::id`].
+    pub pack: u32,
+    pub offset: u64,
+}
+
 pub struct Pack {
     /// Unique within the store for its whole life (cache keys), never reused after a rescan.
     pub id: u32,
@@ -22,7 +43,7 @@ pub struct Pack {
     pub mtime: SystemTime,
     /// The mapped pack, or why it cannot be used (missing, unreadable, or not the pack its index describes).
     /// An unusable pack still answers "is the object here?" so that damage is reported, not taken for absence.
-    data: Result<gix_pack::data::File, String>,
+    data: Result<gix_pack::data::File, Arc<PackError>>,
     /// The entries that other entries of this pack are deltas against. Built in the background once the pack
     /// has served a few reads, so short streams never pay for it.
     delta_bases: OnceLock<DeltaBases>,
@@ -42,22 +63,26 @@ const READS_BEFORE_BASE_SCAN: u32 = 32;
 
 impl Pack {
     /// Opens `<name>.idx` and maps `<name>.pack`. Fails only when the index itself is unusable.
-    pub fn open(idx_path: &Path, id: u32, hash: gix_hash::Kind) -> Result<Pack, String> {
-        let index = gix_pack::index::File::at(idx_path, hash).map_err(|err| format!("{err}"))?;
+    pub fn open(idx_path: &Path, id: u32, hash: gix_hash::Kind) -> Result<Pack, PackError> {
+        let index = gix_pack::index::File::at(idx_path, hash).map_err(PackError::Index)?;
         let pack_path = idx_path.with_extension("pack");
         let mtime = std::fs::metadata(&pack_path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
-        let data = gix_pack::data::File::at(&pack_path, hash)
-            .map_err(|err| format!("cannot open pack: {err}"))
-            .and_then(|data| {
-                if data.num_objects() != index.num_objects() {
-                    Err(format!("pack has {} objects but its index lists {}", data.num_objects(), index.num_objects()))
-                } else if data.checksum() != index.pack_checksum() {
-                    Err("pack does not match its index (checksum differs: truncated or replaced?)".into())
-                } else {
-                    Ok(data)
-                }
-            });
+        let data = gix_pack::data::File::at(&pack_path, hash).map_err(PackError::Open).and_then(|data| {
+            if data.num_objects() != index.num_objects() {
+                Err(PackError::CountMismatch { pack: data.num_objects(), index: index.num_objects() })
+            } else if data.checksum() != index.pack_checksum() {
+                Err(PackError::ChecksumMismatch)
+            } else {
+                Ok(data)
+            }
+        });
+        let data = data.map_err(Arc::new);
         Ok(Pack { id, index, pack_path, mtime, data, delta_bases: OnceLock::new(), reads: AtomicU32::new(0) })
+    }
+
+    /// The cache key of the entry at `offset`.
+    pub fn key(&self, offset: u64) -> EntryKey {
+        EntryKey { pack: self.id, offset }
     }
 
     /// Where `id` starts in the pack, if the index lists it.
@@ -67,7 +92,7 @@ impl Pack {
     }
 
     fn data(&self) -> Result<&gix_pack::data::File, Damage> {
-        self.data.as_ref().map_err(|why| Damage::Unusable(why.clone()))
+        self.data.as_ref().map_err(|why| Damage::Unusable(Arc::clone(why)))
     }
 
     /// The entry header at `offset`.
@@ -76,7 +101,7 @@ impl Pack {
         if offset >= data.pack_end() as u64 {
             return Err(Damage::Truncated);
         }
-        data.entry(offset).map_err(|err| Damage::Entry(err.to_string()))
+        data.entry(offset).map_err(|err| Damage::Entry(Arc::new(err)))
     }
 
     /// Inflates the entry's stored bytes: the object itself, or a delta. Sizes over `limit` are refused
@@ -120,11 +145,13 @@ impl Pack {
     pub fn note_read(pack: &Arc<Pack>) {
         if pack.reads.fetch_add(1, Ordering::Relaxed) + 1 == READS_BEFORE_BASE_SCAN {
             let pack = Arc::clone(pack);
-            std::thread::spawn(move || {
-                let bases = pack.scan_delta_bases();
-                let _ = pack.delta_bases.set(bases);
-            });
+            std::thread::spawn(move || pack.index_delta_bases());
         }
+    }
+
+    /// Scans the pack's delta bases now, unless that was done already.
+    pub fn index_delta_bases(&self) {
+        self.delta_bases.get_or_init(|| self.scan_delta_bases());
     }
 
     /// Reads every entry header once (no inflating) and counts the deltas built on each base. Damaged
@@ -155,5 +182,119 @@ impl Pack {
             }
         }
         DeltaBases { offsets, pending }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Kind;
+    use crate::store::testpack::{Objects, Stored, chain, delta, object_id};
+
+    const SHA1: gix_hash::Kind = gix_hash::Kind::Sha1;
+
+    fn open(pack_path: &Path) -> Pack {
+        Pack::open(&pack_path.with_extension("idx"), 7, SHA1).expect("a readable index")
+    }
+
+    #[test]
+    fn finds_reads_and_inflates_entries() {
+        let objects = Objects::new();
+        let entries = chain(&[b"base\n", b"base\nmore\n"], true);
+        let (path, offsets) = objects.add_pack("a", &entries);
+        let pack = open(&path);
+        assert_eq!(pack.lookup(&entries[0].0), Some(offsets[0]));
+        assert_eq!(pack.lookup(&entries[1].0), Some(offsets[1]));
+        assert_eq!(pack.lookup(&object_id(Kind::Blob, b"elsewhere")), None);
+        assert_eq!(pack.key(offsets[1]), EntryKey { pack: 7, offset: offsets[1] });
+
+        let mut inflater = Inflater::default();
+        let whole = pack.entry(offsets[0]).expect("entry");
+        assert_eq!(whole.header, Header::Blob);
+        assert_eq!(pack.inflate(&whole, &mut inflater, 1 << 20).expect("inflate"), b"base\n");
+        let on_base = pack.entry(offsets[1]).expect("entry");
+        let Header::OfsDelta { base_distance } = on_base.header else { panic!("{:?}", on_base.header) };
+        assert_eq!(on_base.checked_base_pack_offset(base_distance), Some(offsets[0]));
+        let Stored::Ofs(_, expected) = &entries[1].1 else { panic!("a delta") };
+        assert_eq!(&pack.inflate(&on_base, &mut inflater, 1 << 20).expect("inflate"), expected);
+        let refused = pack.inflate(&whole, &mut inflater, 4);
+        assert!(matches!(refused, Err(Damage::TooLarge { size: 5, limit: 4 })), "{refused:?}");
+        assert!(matches!(pack.entry(1 << 20), Err(Damage::Truncated)));
+    }
+
+    #[test]
+    fn a_pack_that_does_not_match_its_index_is_unusable_not_absent() {
+        let objects = Objects::new();
+        let entries = chain(&[b"one\n", b"one\ntwo\n"], true);
+        let (path, offsets) = objects.add_pack("a", &entries);
+        let unusable = |pack: &Pack| match pack.entry(offsets[0]) {
+            Err(Damage::Unusable(why)) => why,
+            other => panic!("{other:?}"),
+        };
+
+        let bytes = std::fs::read(&path).expect("pack");
+        let mut other_trailer = bytes.clone();
+        *other_trailer.last_mut().expect("trailer") ^= 1;
+        std::fs::write(&path, &other_trailer).expect("write");
+        let pack = open(&path);
+        assert!(pack.lookup(&entries[0].0).is_some(), "the index still answers");
+        assert!(matches!(*unusable(&pack), PackError::ChecksumMismatch));
+
+        let mut fewer = bytes.clone();
+        fewer[8..12].copy_from_slice(&1u32.to_be_bytes());
+        std::fs::write(&path, &fewer).expect("write");
+        assert!(matches!(*unusable(&open(&path)), PackError::CountMismatch { pack: 1, index: 2 }));
+
+        std::fs::remove_file(&path).expect("remove");
+        assert!(matches!(*unusable(&open(&path)), PackError::Open(_)));
+
+        std::fs::write(path.with_extension("idx"), b"not an index").expect("write");
+        let refused = Pack::open(&path.with_extension("idx"), 7, SHA1).map(|_| ());
+        assert!(matches!(refused, Err(PackError::Index(_))), "{refused:?}");
+    }
+
+    /// What the delta-base cache learns from a pack: which entries deltas are built on, and when the last of
+    /// those deltas has been served.
+    #[test]
+    fn delta_bases_count_down_as_their_deltas_are_served() {
+        let objects = Objects::new();
+        let base = b"a base for two deltas\n";
+        let mut entries = chain(&[base, b"a base for two deltas\nfirst\n"], true);
+        let second = b"a base for two deltas\nsecond\n";
+        let second_delta = delta(base.len(), base.len(), b"second\n");
+        entries.push((object_id(Kind::Blob, second), Stored::Ref(entries[0].0, second_delta)));
+        let (path, offsets) = objects.add_pack("a", &entries);
+        let pack = open(&path);
+        assert!(!pack.is_delta_base(offsets[0]), "nothing is known before the scan");
+        assert!(!pack.delta_built_from(offsets[0]));
+
+        pack.index_delta_bases();
+        assert!(pack.is_delta_base(offsets[0]), "an OFS_DELTA and a REF_DELTA are built on it");
+        assert!(!pack.is_delta_base(offsets[1]) && !pack.is_delta_base(offsets[2]));
+        assert!(!pack.delta_built_from(offsets[0]), "one delta still waits");
+        assert!(pack.is_delta_base(offsets[0]));
+        assert!(pack.delta_built_from(offsets[0]), "the last one was served");
+        assert!(!pack.is_delta_base(offsets[0]));
+        assert!(!pack.delta_built_from(offsets[0]), "once spent, the count stays at zero");
+        assert!(!pack.delta_built_from(offsets[1]), "not a base");
+    }
+
+    #[test]
+    fn the_base_scan_starts_after_some_reads() {
+        let objects = Objects::new();
+        let (path, offsets) = objects.add_pack("a", &chain(&[b"x", b"xy"], true));
+        let pack = Arc::new(open(&path));
+        for _ in 0..READS_BEFORE_BASE_SCAN - 1 {
+            Pack::note_read(&pack);
+        }
+        assert!(pack.delta_bases.get().is_none(), "short streams never pay for the scan");
+        Pack::note_read(&pack);
+        for _ in 0..1000 {
+            if pack.delta_bases.get().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(pack.is_delta_base(offsets[0]), "the scan ran in the background");
     }
 }

@@ -1,27 +1,101 @@
-//! Turning a pack entry into an object: walk the delta chain down to its base (iteratively, so any depth is
-//! safe for the stack), then apply the deltas back up, keeping the chain's root in the delta-base cache for the
-//! chains that start from it next, and the object asked for if deltas still wait for it. Intermediates are not
-//! kept (git keeps them): rebuilding one costs a few copies, and keeping them all pushes out the roots.
+//! Turning a pack entry into an object, in named steps: [`Store::walk_to_base`] follows the delta chain down
+//! (iteratively, so any depth is safe for the stack) to an object that is cached or stored whole, with
+//! [`Store::find_ref_base`] finding REF_DELTA bases; [`Store::apply_chain`] applies the deltas back up. What the
+//! delta-base cache keeps on the way is [`CachePolicy`]'s decision; [`ChainBudget`] caps the bytes one read may
+//! inflate and produce.
 use std::sync::Arc;
 
+use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
-use super::pack::Pack;
-use super::{Damage, Data, Location, Object, ReadError, Resolver, Store, delta, oid};
+use super::cache::CachePolicy;
+use super::pack::{EntryKey, Pack};
+use super::{Damage, Data, Location, Object, ReadError, Resolver, Store, StoreOptions, delta, oid};
 
-/// Longer chains than this are refused as damage (a REF_DELTA cycle never ends otherwise). git's
-/// pack-objects caps `--depth` at 4095; this leaves room for any pack git writes.
-pub const MAX_DELTA_CHAIN: usize = 8192;
+/// Finds a delta chain that comes back to an entry it passed (Brent's algorithm): it remembers one entry of the
+/// walk and compares each next one with it, moving the remembered entry forward at every power of two. A valid
+/// chain never passes an entry twice, so no depth is refused (git reads chains of any depth, and older gits and
+/// other tools wrote deeper ones than git's 4,095); a cycle is found within three times the links that lead into
+/// it and go around it, so the walk of a damaged pack holds no more links than that.
+struct CycleCheck {
+    remembered: EntryKey,
+    power: usize,
+    steps: usize,
+}
+
+impl CycleCheck {
+    fn new(start: EntryKey) -> Self {
+        CycleCheck { remembered: start, power: 1, steps: 0 }
+    }
+
+    /// Notes the next entry of the walk; true if the walk has been there before.
+    fn comes_back(&mut self, next: EntryKey) -> bool {
+        if next == self.remembered {
+            return true;
+        }
+        self.steps += 1;
+        if self.steps == self.power {
+            (self.remembered, self.power, self.steps) = (next, self.power * 2, 0);
+        }
+        false
+    }
+}
 
 /// A delta entry waiting for its base.
 struct Link {
     pack: Arc<Pack>,
     offset: u64,
-    entry: gix_pack::data::Entry,
+    entry: Entry,
+}
+
+/// The object a walk down a chain ended on.
+struct Base {
+    object: Object,
+    /// Its pack entry; none for a loose object (a REF_DELTA base in no pack).
+    entry: Option<(Arc<Pack>, u64)>,
+    /// Found in the delta-base cache rather than inflated by this walk.
+    cached: bool,
+}
+
+/// Where a REF_DELTA's base is.
+enum RefBase {
+    Packed(Arc<Pack>, u64),
+    Loose(Object),
+}
+
+/// The bytes one read may inflate and produce along its chain ([`StoreOptions::max_chain_bytes`]), so that a
+/// chain of small deltas that each declare a huge result cannot make one request copy terabytes.
+struct ChainBudget {
+    produced: u64,
+    limit: u64,
+    /// The largest object: a larger size is refused as `TooLarge` by the step that would allocate it.
+    object_limit: u64,
+}
+
+impl ChainBudget {
+    fn new(options: &StoreOptions) -> Self {
+        let object_limit = options.max_object_size;
+        // Never less than one delta of the largest size on a base of the largest size needs.
+        let limit = options.max_chain_bytes.max(object_limit.saturating_mul(3));
+        ChainBudget { produced: 0, limit, object_limit }
+    }
+
+    fn charge(&mut self, bytes: u64) -> Result<(), Damage> {
+        if bytes > self.object_limit {
+            return Ok(()); // refused as `TooLarge` by the step that would allocate it
+        }
+        self.produced = self.produced.saturating_add(bytes);
+        if self.produced > self.limit { Err(Damage::ChainTooLarge { limit: self.limit }) } else { Ok(()) }
+    }
+}
+
+/// Damage at the entry at `offset` of `pack`, reading `id`.
+fn damaged(id: &oid, pack: &Pack, offset: u64, damage: Damage) -> ReadError {
+    ReadError { oid: id.to_owned(), location: Location::Pack { path: pack.pack_path.clone(), offset }, damage }
 }
 
 impl Store {
-    /// Reads the object whose entry starts at `offset` in `pack`.
+    /// Reads the object `id` whose entry starts at `offset` in `pack`.
     pub(super) fn read_packed(
         &self,
         id: &oid,
@@ -29,114 +103,357 @@ impl Store {
         offset: u64,
         resolver: &mut Resolver,
     ) -> Result<Object, ReadError> {
-        let limit = self.options.max_object_size;
-        // Bytes this read has inflated and produced so far, against `max_chain_bytes` (never less than one
-        // delta of the largest size on a base of the largest size needs).
-        let chain_limit = self.options.max_chain_bytes.max(limit.saturating_mul(3));
-        let mut produced = 0u64;
-        let mut charge = |bytes: u64| -> Result<(), Damage> {
-            if bytes > limit {
-                return Ok(()); // refused as `TooLarge` by the step that would allocate it
-            }
-            produced = produced.saturating_add(bytes);
-            if produced > chain_limit { Err(Damage::ChainTooLarge { limit: chain_limit }) } else { Ok(()) }
-        };
         Pack::note_read(pack);
-        let mut chain: Vec<Link> = Vec::new();
-        let mut pack = Arc::clone(pack);
-        let mut offset = offset;
-        let damaged = |pack: &Pack, offset: u64, damage: Damage| ReadError {
-            oid: id.to_owned(),
-            location: Location::Pack { path: pack.pack_path.clone(), offset },
-            damage,
-        };
+        let mut budget = ChainBudget::new(&self.options);
+        let (base, chain) = self.walk_to_base(id, pack, offset, resolver, &mut budget)?;
+        if let (Some((pack, offset)), false) = (&base.entry, base.cached) {
+            let keep = CachePolicy::root(!chain.is_empty(), pack.is_delta_base(*offset));
+            resolver.cache.keep(pack.key(*offset), &base.object, keep);
+        }
+        self.apply_chain(id, base, chain, resolver, &mut budget)
+    }
 
-        // Down: follow bases until one is cached or stored whole.
-        let (kind, mut data, cached) = loop {
-            if let Some((kind, data)) = resolver.cache.get((pack.id, offset)) {
-                break (kind, data, true);
+    /// Follows bases down from the entry at `offset` until one is in the delta-base cache or is not a delta;
+    /// returns it and the deltas above it, the object asked for first.
+    fn walk_to_base(
+        &self,
+        id: &oid,
+        pack: &Arc<Pack>,
+        offset: u64,
+        resolver: &mut Resolver,
+        budget: &mut ChainBudget,
+    ) -> Result<(Base, Vec<Link>), ReadError> {
+        let mut chain = Vec::new();
+        let (mut pack, mut offset) = (Arc::clone(pack), offset);
+        let mut cycle = CycleCheck::new(pack.key(offset));
+        loop {
+            if let Some(object) = resolver.cache.get(pack.key(offset)) {
+                return Ok((Base { object, entry: Some((pack, offset)), cached: true }, chain));
             }
-            let entry = pack.entry(offset).map_err(|d| damaged(&pack, offset, d))?;
+            let entry = pack.entry(offset).map_err(|d| damaged(id, &pack, offset, d))?;
             let base = match entry.header {
-                Header::OfsDelta { base_distance } => {
-                    let base = entry.checked_base_pack_offset(base_distance);
-                    let base = base.ok_or_else(|| damaged(&pack, offset, Damage::BadBaseOffset))?;
-                    (Arc::clone(&pack), base)
-                }
-                Header::RefDelta { base_id } => match pack.lookup(&base_id) {
+                Header::OfsDelta { base_distance } => match entry.checked_base_pack_offset(base_distance) {
                     Some(base) => (Arc::clone(&pack), base),
-                    None => match self.find_packed(&base_id) {
-                        Some(found) => found,
-                        None => {
-                            // The base may be loose; then the chain ends here with it as the base.
-                            let loose = self.find_loose(&base_id);
-                            let loose = loose.ok_or_else(|| damaged(&pack, offset, Damage::BaseMissing(base_id)))?;
-                            let (kind, data) = loose.map_err(|d| damaged(&pack, offset, d))?;
-                            chain.push(Link { pack: Arc::clone(&pack), offset, entry });
-                            break (kind, Arc::new(data), true);
-                        }
-                    },
+                    None => return Err(damaged(id, &pack, offset, Damage::BadBaseOffset)),
+                },
+                Header::RefDelta { base_id } => match self.find_ref_base(&pack, &base_id) {
+                    Ok(RefBase::Packed(base_pack, base)) => (base_pack, base),
+                    Ok(RefBase::Loose(object)) => {
+                        chain.push(Link { pack, offset, entry });
+                        return Ok((Base { object, entry: None, cached: false }, chain));
+                    }
+                    Err(damage) => return Err(damaged(id, &pack, offset, damage)),
                 },
                 Header::Blob | Header::Tree | Header::Commit | Header::Tag => {
-                    let kind = entry.header.as_kind().expect("a base entry has an object kind");
-                    charge(entry.decompressed_size).map_err(|d| damaged(&pack, offset, d))?;
-                    let data = pack.inflate(&entry, &mut resolver.inflater, limit);
-                    let data = data.map_err(|d| damaged(&pack, offset, d))?;
-                    resolver.cache.count_inflated(data.len());
-                    break (kind, Arc::new(data), false);
+                    let object = self.inflate_whole(&pack, &entry, resolver, budget);
+                    let object = object.map_err(|d| damaged(id, &pack, offset, d))?;
+                    return Ok((Base { object, entry: Some((pack, offset)), cached: false }, chain));
                 }
             };
-            chain.push(Link { pack: Arc::clone(&pack), offset, entry });
-            if chain.len() > MAX_DELTA_CHAIN {
-                return Err(damaged(&pack, offset, Damage::ChainTooDeep));
+            if cycle.comes_back(base.0.key(base.1)) {
+                return Err(damaged(id, &pack, offset, Damage::DeltaCycle));
             }
+            chain.push(Link { pack, offset, entry });
             (pack, offset) = base;
+        }
+    }
+
+    /// Finds a REF_DELTA's base: in the delta's own pack first, then in any pack, then loose.
+    fn find_ref_base(&self, pack: &Arc<Pack>, base_id: &oid) -> Result<RefBase, Damage> {
+        if let Some(offset) = pack.lookup(base_id) {
+            return Ok(RefBase::Packed(Arc::clone(pack), offset));
+        }
+        if let Some((pack, offset)) = self.find_packed(base_id) {
+            return Ok(RefBase::Packed(pack, offset));
+        }
+        match self.find_loose(base_id) {
+            Some(Ok((kind, data))) => Ok(RefBase::Loose(Object { kind, data: Arc::new(data) })),
+            Some(Err(damage)) => Err(damage),
+            None => Err(Damage::BaseMissing(base_id.to_owned())),
+        }
+    }
+
+    /// Inflates an entry that is not a delta.
+    fn inflate_whole(
+        &self,
+        pack: &Pack,
+        entry: &Entry,
+        resolver: &mut Resolver,
+        budget: &mut ChainBudget,
+    ) -> Result<Object, Damage> {
+        let kind = entry.header.as_kind().expect("an entry that is not a delta has an object kind");
+        budget.charge(entry.decompressed_size)?;
+        let data = pack.inflate(entry, &mut resolver.inflater, budget.object_limit)?;
+        resolver.cache.count_inflated(data.len());
+        Ok(Object { kind, data: Arc::new(data) })
+    }
+
+    /// Applies the deltas of `chain` on `base`, the deepest first, and returns the last result: the object asked
+    /// for. Once it is built, the cache may let its base go and keep it ([`CachePolicy`]).
+    fn apply_chain(
+        &self,
+        id: &oid,
+        base: Base,
+        chain: Vec<Link>,
+        resolver: &mut Resolver,
+        budget: &mut ChainBudget,
+    ) -> Result<Object, ReadError> {
+        let Base { object: Object { kind, mut data }, entry: mut below, .. } = base;
+        let mut served_from = None;
+        for link in chain.into_iter().rev() {
+            data =
+                self.apply_link(&link, &data, resolver, budget).map_err(|d| damaged(id, &link.pack, link.offset, d))?;
+            served_from = Some(below.replace((link.pack, link.offset)));
+        }
+        let object = Object { kind, data };
+        if let Some(base) = served_from {
+            if let Some((pack, offset)) = base
+                && CachePolicy::release_base(!pack.delta_built_from(offset))
+            {
+                resolver.cache.remove(pack.key(offset));
+            }
+            let (pack, offset) = below.expect("the object asked for is a pack entry");
+            resolver.cache.keep(pack.key(offset), &object, CachePolicy::served(pack.is_delta_base(offset)));
+        }
+        Ok(object)
+    }
+
+    /// Applies one delta entry to `base`, the delta inflated or taken from the cache of inflated deltas.
+    fn apply_link(
+        &self,
+        link: &Link,
+        base: &[u8],
+        resolver: &mut Resolver,
+        budget: &mut ChainBudget,
+    ) -> Result<Data, Damage> {
+        budget.charge(link.entry.decompressed_size)?;
+        let key = link.pack.key(link.offset);
+        let delta = match resolver.cache.get_delta(key) {
+            Some(delta) => delta,
+            None => {
+                let delta = link.pack.inflate(&link.entry, &mut resolver.inflater, budget.object_limit)?;
+                resolver.cache.count_inflated(delta.len());
+                let delta = Data::new(delta);
+                resolver.cache.put_delta(key, Arc::clone(&delta));
+                delta
+            }
         };
+        // Counted before the result is allocated.
+        budget.charge(delta::result_size(&delta)?)?;
+        Ok(Data::new(delta::apply(base, &delta, budget.object_limit)?))
+    }
+}
 
-        // The base is worth keeping only if deltas are built on it: the ones of this chain, or (once the pack
-        // knows its bases) later ones.
-        let wanted = pack.is_delta_base(offset);
-        if !cached && (!chain.is_empty() || wanted) {
-            resolver.cache.put((pack.id, offset), kind, Arc::clone(&data), wanted);
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::testpack::{Objects, Stored, chain, delta, object_id};
+    use crate::store::{Kind, ObjectId};
 
-        // Up: apply each delta to the result so far; return the last.
-        let (mut base_pack, mut base_offset) = (pack, offset);
-        while let Some(link) = chain.pop() {
-            let at_link = |d: Damage| damaged(&link.pack, link.offset, d);
-            charge(link.entry.decompressed_size).map_err(at_link)?;
-            let key = (link.pack.id, link.offset);
-            let delta = match resolver.cache.get_delta(key) {
-                Some(delta) => delta,
-                None => {
-                    let delta = link.pack.inflate(&link.entry, &mut resolver.inflater, limit).map_err(at_link)?;
-                    resolver.cache.count_inflated(delta.len());
-                    let delta = Data::new(delta);
-                    resolver.cache.put_delta(key, Arc::clone(&delta));
-                    delta
-                }
-            };
-            // Counted before the result is allocated.
-            charge(delta::result_size(&delta).map_err(|d| at_link(d.into()))?).map_err(at_link)?;
-            let result = delta::apply(&data, &delta, limit).map_err(|d| damaged(&link.pack, link.offset, d.into()))?;
-            data = Data::new(result);
-            // Once every delta of the pack built on a base has been served, the base has done its job. Only the
-            // object asked for counts as served: walking through a delta to reach another one above it does not
-            // serve it, and in random order such walks would spend a root's count long before its deltas are
-            // asked for, and drop it from the cache.
-            if chain.is_empty() && base_pack.delta_built_from(base_offset) {
-                resolver.cache.remove((base_pack.id, base_offset));
-            }
-            // Keep the object asked for if deltas still wait for it, but not the intermediates of the walk: git
-            // keeps them, and in random order they push the roots out of the cache for nothing (a root costs a
-            // whole inflate, an intermediate a few copies). 100,000 random ids: 5.1 s instead of 6.8 s, pack and
-            // history order unchanged (median of 3, alternating).
-            let wanted = link.pack.is_delta_base(link.offset);
-            if chain.is_empty() && wanted {
-                resolver.cache.put((link.pack.id, link.offset), kind, Arc::clone(&data), wanted);
-            }
-            (base_pack, base_offset) = (Arc::clone(&link.pack), link.offset);
+    const SHA1: gix_hash::Kind = gix_hash::Kind::Sha1;
+
+    fn open(objects: &Objects) -> Store {
+        Store::open(objects.path(), SHA1, StoreOptions::default())
+    }
+
+    /// The store's packs, newest first.
+    fn packs(store: &Store) -> Vec<Arc<Pack>> {
+        store.snapshots().iter().flat_map(|set| set.packs.iter().cloned()).collect()
+    }
+
+    fn read(store: &Store, id: &ObjectId, resolver: &mut Resolver) -> Vec<u8> {
+        let object = store.read(id, resolver).expect("intact").expect("present");
+        assert_eq!(object.kind, Kind::Blob);
+        object.data.to_vec()
+    }
+
+    /// Versions of a file, each the one before plus a line.
+    fn versions(label: &str, count: usize) -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = vec![format!("{label} 0\n").into_bytes()];
+        for k in 1..count {
+            out.push([&out[k - 1][..], format!("{label} {k}\n").as_bytes()].concat());
         }
-        Ok(Object { kind, data })
+        out
+    }
+
+    fn slices(versions: &[Vec<u8>]) -> Vec<&[u8]> {
+        versions.iter().map(Vec::as_slice).collect()
+    }
+
+    #[test]
+    fn reads_ofs_and_ref_chains_in_any_order() {
+        let objects = Objects::new();
+        let (ofs, refs) = (versions("ofs", 6), versions("ref", 6));
+        let ofs_entries = chain(&slices(&ofs), true);
+        let ref_entries = chain(&slices(&refs), false);
+        objects.add_pack("ofs", &ofs_entries);
+        objects.add_pack("ref", &ref_entries);
+        let store = open(&objects);
+        let mut resolver = Resolver::new(1 << 20);
+        for k in [5, 0, 3, 4, 1, 2] {
+            assert_eq!(read(&store, &ofs_entries[k].0, &mut resolver), ofs[k]);
+            assert_eq!(read(&store, &ref_entries[k].0, &mut resolver), refs[k]);
+        }
+    }
+
+    #[test]
+    fn a_cold_read_keeps_the_chain_root_and_not_the_intermediates() {
+        let objects = Objects::new();
+        let contents = versions("v", 4);
+        let entries = chain(&slices(&contents), true);
+        let (_, offsets) = objects.add_pack("a", &entries);
+        let store = open(&objects);
+        let pack = &packs(&store)[0];
+        let resolver = &mut Resolver::new(1 << 20);
+        assert_eq!(read(&store, &entries[3].0, resolver), contents[3]);
+        let cache = resolver.cache().clone();
+        assert!(cache.get(pack.key(offsets[0])).is_some(), "the root");
+        for offset in &offsets[1..] {
+            assert!(cache.get(pack.key(*offset)).is_none(), "not the intermediates nor the object ({offset})");
+        }
+        // Again: from the cached root and the cached inflated deltas, inflating nothing.
+        let inflated = cache.inflated_bytes();
+        assert_eq!(read(&store, &entries[3].0, resolver), contents[3]);
+        assert_eq!(cache.inflated_bytes(), inflated);
+    }
+
+    #[test]
+    fn known_bases_are_kept_until_their_last_delta_is_served() {
+        let objects = Objects::new();
+        let contents = versions("v", 4);
+        let mut entries = chain(&slices(&contents), true);
+        // A second delta on v1.
+        let other = [&contents[1][..], b"another 2\n"].concat();
+        let other_delta = delta(contents[1].len(), contents[1].len(), b"another 2\n");
+        entries.push((object_id(Kind::Blob, &other), Stored::Ofs(1, other_delta)));
+        let (_, offsets) = objects.add_pack("a", &entries);
+        let store = open(&objects);
+        let pack = &packs(&store)[0];
+        pack.index_delta_bases();
+        let resolver = &mut Resolver::new(1 << 20);
+        let cache = resolver.cache().clone();
+        let cached = |k: usize| cache.get(pack.key(offsets[k])).is_some();
+
+        read(&store, &entries[0].0, resolver);
+        assert!(cached(0), "a whole object its delta waits for");
+        read(&store, &entries[1].0, resolver);
+        assert!(!cached(0), "its only delta was served");
+        assert!(cached(1), "served, and two deltas wait for it");
+        assert_eq!(read(&store, &entries[4].0, resolver), other);
+        assert!(cached(1), "one of its deltas was served, the other still waits");
+        read(&store, &entries[3].0, resolver);
+        assert!(cached(1), "walking through v2 does not serve it: v1 still waits for that");
+        assert!(!cached(2) && !cached(3) && !cached(4), "an intermediate, and objects nothing is built on");
+        read(&store, &entries[2].0, resolver);
+        assert!(!cached(1), "now its last delta was served");
+    }
+
+    #[test]
+    fn ref_bases_in_another_pack_or_loose() {
+        let objects = Objects::new();
+        let contents = versions("v", 3);
+        let ids: Vec<ObjectId> = contents.iter().map(|c| object_id(Kind::Blob, c)).collect();
+        // v0 is loose, v1 a delta on it in one pack, v2 a delta on v1 in another pack.
+        assert_eq!(objects.add_loose(Kind::Blob, &contents[0]), ids[0]);
+        let on = |k: usize| delta(contents[k - 1].len(), contents[k - 1].len(), &contents[k][contents[k - 1].len()..]);
+        objects.add_pack("one", &[(ids[1], Stored::Ref(ids[0], on(1)))]);
+        objects.add_pack("two", &[(ids[2], Stored::Ref(ids[1], on(2)))]);
+        let store = open(&objects);
+        let mut resolver = Resolver::new(1 << 20);
+        for k in [2, 1, 0] {
+            assert_eq!(read(&store, &ids[k], &mut resolver), contents[k]);
+        }
+    }
+
+    /// A delta on a loose base, that another delta is built on: serving it does not spend its own count (it
+    /// was counted as built from itself), so it stays in the cache for the delta that waits for it.
+    #[test]
+    fn a_delta_on_a_loose_base_is_kept_for_the_delta_that_waits_for_it() {
+        let objects = Objects::new();
+        let contents = versions("v", 3);
+        let ids: Vec<ObjectId> = contents.iter().map(|c| object_id(Kind::Blob, c)).collect();
+        objects.add_loose(Kind::Blob, &contents[0]);
+        let on = |k: usize| delta(contents[k - 1].len(), contents[k - 1].len(), &contents[k][contents[k - 1].len()..]);
+        let (_, offsets) =
+            objects.add_pack("a", &[(ids[1], Stored::Ref(ids[0], on(1))), (ids[2], Stored::Ofs(0, on(2)))]);
+        let store = open(&objects);
+        let pack = &packs(&store)[0];
+        pack.index_delta_bases();
+        let resolver = &mut Resolver::new(1 << 20);
+        assert_eq!(read(&store, &ids[1], resolver), contents[1]);
+        assert!(resolver.cache().get(pack.key(offsets[0])).is_some(), "v2 waits for it");
+        assert!(pack.is_delta_base(offsets[0]));
+    }
+
+    #[test]
+    fn cycles_and_missing_bases_are_damage_at_the_entry() {
+        let objects = Objects::new();
+        let (me, one, two) =
+            (object_id(Kind::Blob, b"me"), object_id(Kind::Blob, b"one"), object_id(Kind::Blob, b"two"));
+        let nowhere = object_id(Kind::Blob, b"nowhere");
+        let orphan = object_id(Kind::Blob, b"orphan");
+        let small = || delta(2, 2, b"");
+        let (path, offsets) = objects.add_pack(
+            "bad",
+            &[
+                (me, Stored::Ref(me, small())),
+                (one, Stored::Ref(two, small())),
+                (two, Stored::Ref(one, small())),
+                (orphan, Stored::Ref(nowhere, small())),
+            ],
+        );
+        let store = open(&objects);
+        let mut resolver = Resolver::new(1 << 20);
+        for (id, cycle) in [(me, &offsets[..1]), (one, &offsets[1..3]), (two, &offsets[1..3])] {
+            let err = store.read(&id, &mut resolver).expect_err("a cycle");
+            assert!(matches!(err.damage, Damage::DeltaCycle), "{err}");
+            let Location::Pack { path: at_path, offset } = &err.location else { panic!("{err}") };
+            assert!(at_path == &path && cycle.contains(offset), "an entry of the cycle: {err}");
+        }
+        let err = store.read(&orphan, &mut resolver).expect_err("no base");
+        assert!(matches!(err.damage, Damage::BaseMissing(id) if id == nowhere), "{err}");
+        assert_eq!(err.location, Location::Pack { path, offset: offsets[3] });
+    }
+
+    #[test]
+    fn the_bytes_of_one_chain_are_capped() {
+        let options = StoreOptions { max_object_size: 10, max_chain_bytes: 25, ..StoreOptions::default() };
+        let mut budget = ChainBudget::new(&options);
+        assert_eq!(budget.limit, 30, "never less than a delta and its base of the largest size need");
+        assert!(budget.charge(11).is_ok(), "too large for one object: refused where it would be allocated");
+        for _ in 0..3 {
+            assert!(budget.charge(10).is_ok());
+        }
+        assert!(matches!(budget.charge(1), Err(Damage::ChainTooLarge { limit: 30 })));
+    }
+
+    /// Walks `next` from `start` until it leaves the entries (None) or `CycleCheck` stops it; the links taken.
+    fn walk(start: u64, next: impl Fn(u64) -> Option<u64>) -> Result<usize, usize> {
+        let mut cycle = CycleCheck::new(EntryKey { pack: 0, offset: start });
+        let (mut at, mut links) = (start, 0);
+        while let Some(base) = next(at) {
+            if cycle.comes_back(EntryKey { pack: 0, offset: base }) {
+                return Err(links);
+            }
+            (at, links) = (base, links + 1);
+        }
+        Ok(links)
+    }
+
+    #[test]
+    fn valid_chains_of_any_depth_pass() {
+        assert_eq!(walk(100_000, |at| at.checked_sub(1)), Ok(100_000));
+        assert_eq!(walk(0, |_| None), Ok(0));
+    }
+
+    #[test]
+    fn cycles_are_found_soon_after_they_close() {
+        assert_eq!(walk(7, Some), Err(0), "an entry based on itself");
+        assert_eq!(walk(1, |at| Some(3 - at)), Err(2), "two entries based on each other");
+        // A tail of 1,000 links into a cycle of 5,001: found once the walk has gone round, within three times
+        // the links that lead into the cycle and go around it.
+        let next = |at: u64| Some(if at == 0 { 5_000 } else { at - 1 });
+        let links = walk(6_000, next).expect_err("a cycle");
+        assert!((6_001..3 * 6_001).contains(&links), "{links}");
     }
 }

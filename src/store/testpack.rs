@@ -1,0 +1,186 @@
+//! Small packs for the store's unit tests, written entry by entry with a version-2 index, in a temporary
+//! object directory. Nothing checks them: a test may write a damaged pack (a delta cycle) as easily as a valid one.
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use flate2::Compression;
+use flate2::write::ZlibEncoder;
+
+use super::{Kind, ObjectId};
+
+/// How an entry is stored.
+pub enum Stored {
+    Whole(Kind, Vec<u8>),
+    /// A delta on the entry at this index of the same pack (written before it).
+    Ofs(usize, Vec<u8>),
+    /// A delta on the object with this id.
+    Ref(ObjectId, Vec<u8>),
+}
+
+/// A temporary object directory.
+pub struct Objects {
+    dir: tempfile::TempDir,
+}
+
+impl Objects {
+    pub fn new() -> Objects {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        std::fs::create_dir_all(dir.path().join("pack")).expect("objects/pack");
+        Objects { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes a pack of `entries` (each with the id its index lists) and its index; returns the pack's path and
+    /// where each entry starts.
+    pub fn add_pack(&self, name: &str, entries: &[(ObjectId, Stored)]) -> (PathBuf, Vec<u64>) {
+        let mut pack = b"PACK".to_vec();
+        pack.extend_from_slice(&2u32.to_be_bytes());
+        pack.extend_from_slice(&(entries.len() as u32).to_be_bytes());
+        let mut offsets = Vec::new();
+        for (_, stored) in entries {
+            let start = pack.len() as u64;
+            let (type_number, payload) = match stored {
+                Stored::Whole(kind, data) => (type_number(*kind), data),
+                Stored::Ofs(_, delta) => (6, delta),
+                Stored::Ref(_, delta) => (7, delta),
+            };
+            pack.extend_from_slice(&entry_header(type_number, payload.len() as u64));
+            match stored {
+                Stored::Ofs(base, _) => pack.extend_from_slice(&ofs_distance(start - offsets[*base])),
+                Stored::Ref(base, _) => pack.extend_from_slice(base.as_slice()),
+                Stored::Whole(..) => {}
+            }
+            pack.extend_from_slice(&deflate(payload));
+            offsets.push(start);
+        }
+        let checksum = sha1(&pack);
+        pack.extend_from_slice(checksum.as_slice());
+        let pack_path = self.path().join("pack").join(format!("pack-{name}.pack"));
+        std::fs::write(&pack_path, &pack).expect("write pack");
+        let ids: Vec<ObjectId> = entries.iter().map(|(id, _)| *id).collect();
+        std::fs::write(pack_path.with_extension("idx"), index(&ids, &offsets, &checksum)).expect("write idx");
+        (pack_path, offsets)
+    }
+
+    /// Writes a loose object.
+    pub fn add_loose(&self, kind: Kind, data: &[u8]) -> ObjectId {
+        let id = object_id(kind, data);
+        let path = super::loose::path(self.path(), &id);
+        std::fs::create_dir_all(path.parent().expect("fan-out directory")).expect("fan-out directory");
+        let mut object = format!("{kind} {}\0", data.len()).into_bytes();
+        object.extend_from_slice(data);
+        std::fs::write(path, deflate(&object)).expect("write loose object");
+        id
+    }
+}
+
+/// A version-2 index (CRCs left 0: nothing here reads them).
+fn index(ids: &[ObjectId], offsets: &[u64], pack_checksum: &ObjectId) -> Vec<u8> {
+    let mut sorted: Vec<(ObjectId, u64)> = ids.iter().copied().zip(offsets.iter().copied()).collect();
+    sorted.sort();
+    let mut idx = b"\xfftOc\x00\x00\x00\x02".to_vec();
+    for byte in 0..=255u8 {
+        let count = sorted.iter().filter(|(id, _)| id.as_slice()[0] <= byte).count() as u32;
+        idx.extend_from_slice(&count.to_be_bytes());
+    }
+    sorted.iter().for_each(|(id, _)| idx.extend_from_slice(id.as_slice()));
+    sorted.iter().for_each(|_| idx.extend_from_slice(&0u32.to_be_bytes()));
+    sorted.iter().for_each(|(_, offset)| idx.extend_from_slice(&(*offset as u32).to_be_bytes()));
+    idx.extend_from_slice(pack_checksum.as_slice());
+    let checksum = sha1(&idx);
+    idx.extend_from_slice(checksum.as_slice());
+    idx
+}
+
+fn type_number(kind: Kind) -> u8 {
+    match kind {
+        Kind::Commit => 1,
+        Kind::Tree => 2,
+        Kind::Blob => 3,
+        Kind::Tag => 4,
+    }
+}
+
+fn entry_header(type_number: u8, mut size: u64) -> Vec<u8> {
+    let mut out = vec![(type_number << 4) | (size & 15) as u8];
+    size >>= 4;
+    while size > 0 {
+        *out.last_mut().expect("one byte") |= 0x80;
+        out.push((size & 0x7f) as u8);
+        size >>= 7;
+    }
+    out
+}
+
+fn ofs_distance(mut distance: u64) -> Vec<u8> {
+    let mut out = vec![(distance & 0x7f) as u8];
+    distance >>= 7;
+    while distance > 0 {
+        distance -= 1;
+        out.insert(0, 0x80 | (distance & 0x7f) as u8);
+        distance >>= 7;
+    }
+    out
+}
+
+fn size(mut n: u64, out: &mut Vec<u8>) {
+    while n >= 0x80 {
+        out.push(0x80 | (n & 0x7f) as u8);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// A delta that copies the first `keep` bytes of a base of `base_len` bytes, then inserts `insert`.
+pub fn delta(base_len: usize, keep: usize, insert: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    size(base_len as u64, &mut out);
+    size((keep + insert.len()) as u64, &mut out);
+    if keep > 0 {
+        assert!(keep < 0x10000, "one copy instruction");
+        out.extend_from_slice(&[0x80 | 0x10 | 0x20, (keep & 0xff) as u8, (keep >> 8) as u8]);
+    }
+    for piece in insert.chunks(0x7f) {
+        out.push(piece.len() as u8);
+        out.extend_from_slice(piece);
+    }
+    out
+}
+
+pub fn object_id(kind: Kind, data: &[u8]) -> ObjectId {
+    gix_object::compute_hash(gix_hash::Kind::Sha1, kind, data).expect("hash")
+}
+
+fn sha1(bytes: &[u8]) -> ObjectId {
+    let mut hasher = gix_hash::hasher(gix_hash::Kind::Sha1);
+    hasher.update(bytes);
+    hasher.try_finalize().expect("hash")
+}
+
+fn deflate(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = ZlibEncoder::new(Vec::new(), Compression::default());
+    encoder.write_all(bytes).expect("deflate");
+    encoder.finish().expect("deflate")
+}
+
+/// `contents` as a chain: the first whole, each next a delta on the one before (OFS_DELTA or REF_DELTA). Each
+/// content must start with the one before it.
+pub fn chain(contents: &[&[u8]], ofs: bool) -> Vec<(ObjectId, Stored)> {
+    let mut entries: Vec<(ObjectId, Stored)> = Vec::new();
+    for (k, content) in contents.iter().enumerate() {
+        let id = object_id(Kind::Blob, content);
+        let stored = match k {
+            0 => Stored::Whole(Kind::Blob, content.to_vec()),
+            _ => {
+                let before = contents[k - 1];
+                let delta = delta(before.len(), before.len(), &content[before.len()..]);
+                if ofs { Stored::Ofs(k - 1, delta) } else { Stored::Ref(entries[k - 1].0, delta) }
+            }
+        };
+        entries.push((id, stored));
+    }
+    entries
+}
