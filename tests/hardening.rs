@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use cat_blobd::store::{Damage, Location, Resolver, Store, StoreOptions};
 
+use crate::util::case::{Source, throwaway};
 use crate::util::{
     CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, assert_fatal_naming, assert_same_as_git, blobs,
     cat_blob_stream, clean_git_env, differential, escape, feed_stdin, git, git_fast_import, oracle, read_all,
@@ -141,13 +142,8 @@ fn loose_blobs() -> Vec<String> {
 /// `git fast-import --cat-blob-fd=3` on `stream`, in a throwaway repository whose alternates point at
 /// `objects_dir`.
 fn git_on(objects_dir: &Path, stream: &[u8]) -> Output {
-    let scratch = TempDir::new("hardening-oracle");
-    let repo = scratch.path().join("oracle.git");
-    let mut init = Command::new("git");
-    clean_git_env(&mut init);
-    let init = init.args(["init", "-q", "--bare"]).arg(&repo).stdin(Stdio::null()).output().expect("git init");
-    assert!(init.status.success(), "git init: {}", escape(&init.stderr));
-    fs::write(repo.join("objects/info/alternates"), format!("{}\n", objects_dir.display())).expect("alternates");
+    let source = Source::Extra { objects: vec![objects_dir.to_owned()], sha256: false };
+    let (_scratch, repo) = throwaway(&source, "hardening-oracle");
     Run::new("git")
         .arg("fast-import")
         .arg("--quiet")
