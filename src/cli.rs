@@ -163,7 +163,8 @@ pub struct ServeCli {
     #[arg(long, value_name = "MODE", default_value = "0600", value_parser = parse_mode)]
     pub socket_mode: u32,
 
-    /// Streams served at once; further clients wait in the accept backlog.
+    /// Streams served at once; further streams wait for a slot (connections that have not said what they are, and
+    /// `stats`, take none).
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub max_connections: usize,
 
@@ -178,6 +179,11 @@ pub struct ServeCli {
     /// Seconds open streams may go on after SIGTERM/SIGINT before they are cut.
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_seconds)]
     pub grace: std::time::Duration,
+
+    /// Seconds a client may take to say what it is (its first byte, or its whole `connect` hello); a client that
+    /// says nothing in time gets a `fatal:` line and is closed.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_seconds)]
+    pub hello_timeout: std::time::Duration,
 
     /// One line per connection on stderr: `text` (key=value) or `json`.
     #[arg(long, value_name = "FORMAT", default_value = "text")]

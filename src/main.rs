@@ -99,6 +99,7 @@ mod daemon {
             refuse_when_full: args.refuse_when_full,
             allow_uids: args.allow_uid,
             grace: args.grace,
+            hello_timeout: args.hello_timeout,
             log_format: args.log_format,
             session,
         };

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::fatal::Bytes;
 use crate::git_compat::strerror::strerror;
@@ -88,8 +89,15 @@ impl Marks {
 
     /// Writes the marks file as git's `dump_marks` does: leading directories created, written to
     /// `<file>.lock` and renamed into place. The error is git's `error:` text (exit status 1 at the end).
+    ///
+    /// Durable, unlike git: the lock file is synced before the rename and the directory after it, so that after a
+    /// crash the old file or the new one is there, complete, never neither. The lock file never outlives a failed
+    /// export, nor a process that stops through [`EXPORTS`].
     pub fn export(&self, path: &Path) -> Result<(), String> {
         let show = |p: &Path| Bytes(p.as_os_str().as_encoded_bytes()).to_string();
+        let Some(_exporting) = EXPORTS.begin() else {
+            return Err(format!("unable to write marks file {}: the process is exiting", show(path)));
+        };
         create_leading_directories(path)
             .map_err(|err| format!("unable to create leading directories of {}: {}", show(path), strerror(&err)))?;
         let mut lock_name = path.as_os_str().to_owned();
@@ -100,13 +108,79 @@ impl Marks {
             .create_new(true)
             .open(&lock)
             .map_err(|err| format!("unable to write marks file {}: {}", show(path), strerror(&err)))?;
-        let written = file.write_all(&self.export_bytes()).and_then(|()| file.sync_data());
+        let written = file.write_all(&self.export_bytes()).and_then(|()| file.sync_all());
         drop(file);
         if let Err(err) = written.and_then(|()| std::fs::rename(&lock, path)) {
             let _ = std::fs::remove_file(&lock);
             return Err(format!("unable to write file {}: {}", show(path), strerror(&err)));
         }
+        // The rename is only durable once the directory is: a failure here leaves the new file in place, and is
+        // as unreportable as git's missing fsync.
+        let _ = sync_directory(path);
         Ok(())
+    }
+}
+
+/// Syncs the directory that holds `path`.
+fn sync_directory(path: &Path) -> io::Result<()> {
+    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Marks exports in progress in this process, so that a process that stops (the daemon) can wait for them
+/// rather than leave a lock file, or nothing, where the marks file was.
+pub static EXPORTS: ExportGate = ExportGate::new();
+
+/// Counts exports in progress; once closed, lets none begin.
+#[derive(Debug)]
+pub struct ExportGate {
+    state: Mutex<(bool, usize)>,
+    idle: Condvar,
+}
+
+/// An export in progress; ends on drop.
+#[derive(Debug)]
+pub struct Exporting<'a>(&'a ExportGate);
+
+impl Drop for Exporting<'_> {
+    fn drop(&mut self) {
+        self.0.lock().1 -= 1;
+        self.0.idle.notify_all();
+    }
+}
+
+impl ExportGate {
+    pub const fn new() -> ExportGate {
+        ExportGate { state: Mutex::new((false, 0)), idle: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, (bool, usize)> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// An export may begin, unless the gate is closed.
+    pub fn begin(&self) -> Option<Exporting<'_>> {
+        let mut state = self.lock();
+        if state.0 {
+            return None;
+        }
+        state.1 += 1;
+        Some(Exporting(self))
+    }
+
+    /// Lets no export begin from now on, and waits for those in progress to end.
+    pub fn close_and_wait(&self) {
+        let mut state = self.lock();
+        state.0 = true;
+        while state.1 > 0 {
+            state = self.idle.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+}
+
+impl Default for ExportGate {
+    fn default() -> Self {
+        ExportGate::new()
     }
 }
 
@@ -224,6 +298,43 @@ mod tests {
         }
         let long = format!(":1 {HEX}{}\n", "x".repeat(600));
         assert!(parse_marks_file(long.as_bytes()).is_err(), "a line over 511 bytes is cut and corrupt");
+    }
+
+    #[test]
+    fn closing_the_export_gate_waits_for_exports_in_progress_and_lets_none_begin() {
+        let gate = ExportGate::new();
+        let exporting = gate.begin().expect("open");
+        let closed = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let closer = scope.spawn(|| {
+                gate.close_and_wait();
+                closed.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
+            while !gate.lock().0 {
+                std::thread::yield_now();
+            }
+            assert!(!closed.load(std::sync::atomic::Ordering::SeqCst), "an export is still in progress");
+            drop(exporting);
+            closer.join().unwrap();
+        });
+        assert!(closed.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(gate.begin().is_none());
+    }
+
+    #[test]
+    fn a_failed_export_leaves_no_lock_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("m");
+        let id = ObjectId::from_hex(HEX.as_bytes()).unwrap();
+        let mut marks = Marks::default();
+        marks.insert(1, id);
+        marks.export(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), format!(":1 {HEX}\n").into_bytes());
+        // The target is a non-empty directory: the rename fails, and the lock file goes.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir_all(path.join("x")).unwrap();
+        assert!(marks.export(&path).is_err());
+        assert!(!dir.path().join("sub").join("m.lock").exists());
     }
 
     #[test]

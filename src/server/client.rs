@@ -59,7 +59,7 @@ pub fn connect(socket: &Path, fast_import_args: Vec<Vec<u8>>) -> Result<Reply, C
     }
     let stream =
         UnixStream::connect(socket).map_err(|source| ClientError::Connect { path: socket.to_owned(), source })?;
-    let hello = Hello { fd_numbers, args: fast_import_args }.encode();
+    let hello = Hello { fd_numbers, umask: current_umask(), args: fast_import_args }.encode();
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     let pushed = control.push(SendAncillaryMessage::ScmRights(&fds));
@@ -131,6 +131,14 @@ fn read_reply(mut stream: &UnixStream) -> io::Result<Vec<u8>> {
             Err(err) => return Err(err),
         }
     }
+}
+
+/// This process's umask, for the files the daemon writes for it. Read by setting it and back, which is safe here:
+/// `connect` has one thread.
+fn current_umask() -> u32 {
+    let old = rustix::process::umask(Mode::empty());
+    rustix::process::umask(old);
+    old.bits()
 }
 
 /// The number a `--cat-blob-fd=<n>` flag names, read as git's `ulong_arg` reads it (decimal, `0x` hex or

@@ -16,15 +16,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rustix::event::{PollFd, PollFlags};
+use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags};
 
 use super::State;
 use super::log::Value;
 use super::peer::Peer;
-use super::protocol::{self, CONNECT_MAGIC, CWD_FD, Hello, Kind, MAX_FDS, ProtocolError, Reply, STATS_MAGIC};
+use super::protocol::{
+    self, CONNECT_MAGIC, CWD_FD, Hello, HelloParser, Kind, MAX_FDS, ProtocolError, Reply, STATS_MAGIC,
+};
 use super::shutdown::{Cancel, CancelReason, CancellableInput};
+use super::slots::NoSlot;
 use super::stats::add;
 use crate::fast_import::{self, Exit, Outcome, StreamIo};
 use crate::fatal::Bytes;
@@ -50,11 +53,14 @@ pub struct Handle {
     pub cancel: Cancel,
     /// The connection is a plain stream: the socket is its output too.
     plain: AtomicBool,
+    /// The connection has a stream slot: it is served through the grace period.
+    streaming: AtomicBool,
 }
 
 impl Handle {
     pub fn new(stream: Arc<UnixStream>, peer: Peer) -> io::Result<Handle> {
-        Ok(Handle { stream, peer, cancel: Cancel::new()?, plain: AtomicBool::new(false) })
+        let (plain, streaming) = (AtomicBool::new(false), AtomicBool::new(false));
+        Ok(Handle { stream, peer, cancel: Cancel::new()?, plain, streaming })
     }
 
     /// Cuts the connection when the grace period is over: its input fails at once (the stream ends with a
@@ -66,14 +72,27 @@ impl Handle {
         let how = if self.plain.load(Ordering::SeqCst) { Direction::Both } else { Direction::Read };
         let _ = self.stream.shutdown(how);
     }
+
+    /// At a shutdown request: a connection still in its hello is told the daemon is shutting down (one waiting
+    /// for a slot is told so by [`Slots::close`](super::slots::Slots::close)).
+    pub fn cut_unless_streaming(&self) {
+        if !self.streaming.load(Ordering::SeqCst) {
+            self.cancel.cancel(CancelReason::Shutdown);
+        }
+    }
 }
 
 /// What a connection turned out to be, after its first bytes.
 enum Opening {
+    Stream(Stream),
+    Stats,
+}
+
+/// A stream, ready to run once it has a slot.
+enum Stream {
     /// A plain stream, with the bytes read while deciding.
     Plain(Vec<u8>),
     Connect(Hello, Vec<OwnedFd>),
-    Stats,
 }
 
 /// What the log line says about a connection.
@@ -125,32 +144,51 @@ pub struct Connection {
     pub peer: Peer,
     pub handle: Arc<Handle>,
     pub state: Arc<State>,
+    /// When the connection was accepted: its hello is due `--hello-timeout` later.
+    pub accepted: Instant,
 }
 
 impl Connection {
-    /// Serves the connection to its end and logs it.
+    /// Serves the connection to its end and logs it. (Its peer's uid was checked by the accept loop.)
     pub fn run(self) {
         let started = Instant::now();
-        let record = if !self.state.access.admits(self.peer.uid) {
-            let message = format!(
-                "uid {} may not use this cat-blobd daemon (it admits uid {} and those given with --allow-uid)",
-                self.peer.uid, self.state.access.server_uid
-            );
-            self.refuse(&message);
-            Record::refused("unknown", message)
-        } else {
-            match self.open() {
-                Ok(Opening::Plain(prefix)) => self.plain(prefix),
-                Ok(Opening::Connect(hello, fds)) => self.connect(hello, fds),
-                Ok(Opening::Stats) => self.stats(),
-                Err(err) => {
-                    let message = err.to_string();
-                    self.refuse(&message);
-                    Record::refused("unknown", message)
-                }
+        let record = match self.open(self.accepted + self.state.hello_timeout) {
+            Ok(Opening::Stats) => self.stats(),
+            Ok(Opening::Stream(stream)) => self.stream_in_slot(stream),
+            Err(err) => {
+                let message = err.to_string();
+                self.refuse(&message);
+                Record::refused("unknown", message)
             }
         };
         self.account(&record, started.elapsed());
+    }
+
+    /// Runs a stream once a slot is free (or refuses it: full with --refuse-when-full, or shutting down).
+    fn stream_in_slot(&self, stream: Stream) -> Record {
+        let kind = if matches!(stream, Stream::Plain(_)) { "plain" } else { "connect" };
+        let state = &self.state;
+        let _slot = match state.slots.take(!state.refuse_when_full) {
+            Ok(slot) => slot,
+            Err(NoSlot::Full) => {
+                let message = format!(
+                    "the cat-blobd daemon is busy: {} streams are open (--max-connections); try again later",
+                    state.slots.counts().0
+                );
+                self.refuse(&message);
+                return Record::refused(kind, message);
+            }
+            Err(NoSlot::Closed) => {
+                let message = CancelReason::Shutdown.message().to_owned();
+                self.refuse(&message);
+                return Record::refused(kind, message);
+            }
+        };
+        self.handle.streaming.store(true, Ordering::SeqCst);
+        match stream {
+            Stream::Plain(prefix) => self.plain(prefix),
+            Stream::Connect(hello, fds) => self.connect(hello, fds),
+        }
     }
 
     fn account(&self, record: &Record, duration: Duration) {
@@ -180,33 +218,35 @@ impl Connection {
         self.state.log.log("connection", &fields);
     }
 
-    /// Reads until the first bytes say what the connection is; a `connect` hello is read whole, with its fds.
-    fn open(&self) -> Result<Opening, ConnectionError> {
+    /// Reads until the first bytes say what the connection is; a `connect` hello is read whole, with its fds,
+    /// by `deadline`.
+    fn open(&self, deadline: Instant) -> Result<Opening, ConnectionError> {
         let mut received = Vec::new();
         let mut fds = Vec::new();
         let mut chunk = vec![0u8; 64 << 10];
+        let mut hello = HelloParser::default();
         loop {
-            let n = self.receive(&mut chunk, &mut fds)?;
+            let n = self.receive(&mut chunk, &mut fds, deadline)?;
             received.extend_from_slice(&chunk[..n]);
             match protocol::classify(&received) {
                 // Any fds a plain client sent are closed here, unused.
-                Kind::Plain => return Ok(Opening::Plain(received)),
-                Kind::Undecided if n == 0 => return Ok(Opening::Plain(received)),
+                Kind::Plain => return Ok(Opening::Stream(Stream::Plain(received))),
+                Kind::Undecided if n == 0 => return Ok(Opening::Stream(Stream::Plain(received))),
                 Kind::Undecided => {}
                 Kind::Stats if received.len() == STATS_MAGIC.len() => return Ok(Opening::Stats),
                 Kind::Stats => return Err(ProtocolError::TrailingBytes.into()),
                 Kind::Connect => {
                     let body = &received[CONNECT_MAGIC.len()..];
-                    match Hello::decode(body)? {
-                        Some((hello, used)) => {
-                            if used != body.len() {
+                    match hello.advance(body)? {
+                        Some(hello_done) => {
+                            if hello.used() != body.len() {
                                 return Err(ProtocolError::TrailingBytes.into());
                             }
-                            if hello.fd_numbers.len() != fds.len() {
-                                let (expected, received) = (hello.fd_numbers.len(), fds.len());
+                            if hello_done.fd_numbers.len() != fds.len() {
+                                let (expected, received) = (hello_done.fd_numbers.len(), fds.len());
                                 return Err(ProtocolError::FdCountMismatch { expected, received }.into());
                             }
-                            return Ok(Opening::Connect(hello, fds));
+                            return Ok(Opening::Stream(Stream::Connect(hello_done, fds)));
                         }
                         None if n == 0 => return Err(ProtocolError::Truncated.into()),
                         None => {}
@@ -216,14 +256,18 @@ impl Connection {
         }
     }
 
-    /// One `recvmsg`: bytes into `chunk`, passed fds (close-on-exec) onto `fds`.
-    fn receive(&self, chunk: &mut [u8], fds: &mut Vec<OwnedFd>) -> Result<usize, ConnectionError> {
+    /// One `recvmsg` once the socket is readable: bytes into `chunk`, passed fds (close-on-exec) onto `fds`,
+    /// refused as soon as their running total passes [`MAX_FDS`]. Fails at `deadline` or when the connection is
+    /// cut.
+    fn receive(&self, chunk: &mut [u8], fds: &mut Vec<OwnedFd>, deadline: Instant) -> Result<usize, ConnectionError> {
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
         let message = loop {
+            self.wait_readable(deadline)?;
             let mut iov = [IoSliceMut::new(chunk)];
-            match rustix::net::recvmsg(&*self.stream, &mut iov, &mut control, RecvFlags::CMSG_CLOEXEC) {
-                Err(Errno::INTR) => continue,
+            let flags = RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT;
+            match rustix::net::recvmsg(&*self.stream, &mut iov, &mut control, flags) {
+                Err(Errno::INTR | Errno::AGAIN) => continue,
                 result => break result.map_err(io::Error::from)?,
             }
         };
@@ -233,9 +277,34 @@ impl Connection {
             }
         }
         if message.flags.contains(ReturnFlags::CTRUNC) {
-            return Err(ProtocolError::TooManyFds(MAX_FDS + 1).into());
+            return Err(ProtocolError::ControlTruncated.into());
+        }
+        if fds.len() > MAX_FDS {
+            return Err(ProtocolError::FdsOverLimit.into());
         }
         Ok(message.bytes)
+    }
+
+    /// Waits until the socket is readable, the hello's deadline passes, or the connection is cut.
+    fn wait_readable(&self, deadline: Instant) -> Result<(), ConnectionError> {
+        loop {
+            if let Some(reason) = self.handle.cancel.reason() {
+                return Err(io::Error::other(reason.message()).into());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ProtocolError::HelloTimeout(self.state.hello_timeout).into());
+            }
+            let timeout =
+                Timespec { tv_sec: left.as_secs().try_into().unwrap_or(i64::MAX), tv_nsec: left.subsec_nanos().into() };
+            let mut fds =
+                [PollFd::new(&*self.stream, PollFlags::IN), PollFd::new(self.handle.cancel.fd(), PollFlags::IN)];
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Ok(_) if !fds[0].revents().is_empty() => return Ok(()),
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(err) => return Err(io::Error::from(err).into()),
+            }
+        }
     }
 
     /// A plain stream: the socket is its input and its output; messages go nowhere but the log.
@@ -303,9 +372,7 @@ impl Connection {
                 passed.push((*number, fd));
             }
         }
-        if let Some(dir) = &cwd
-            && let Err(err) = enter_directory(dir.as_fd())
-        {
+        if let Err(err) = enter_client_context(cwd.as_ref().map(AsFd::as_fd), hello.umask) {
             let message = format!("cannot enter the client's working directory: {err}");
             self.reply(&Reply::Fatal(message.clone().into_bytes()));
             return Record::refused("connect", message);
@@ -376,14 +443,18 @@ impl Connection {
     }
 }
 
-/// Makes `dir` the working directory of this thread (and of the threads it starts), not of the process: relative
-/// marks paths of a `connect` client then mean what they mean in its own directory.
+/// Makes `dir` the working directory and `umask` the umask of this thread (and of the threads it starts), not of
+/// the process: relative marks paths of a `connect` client then mean what they mean in its own directory, and the
+/// files its stream writes get the modes they would get from `cat-blobd` run there.
 #[allow(unsafe_code)]
-fn enter_directory(dir: BorrowedFd<'_>) -> io::Result<()> {
+fn enter_client_context(dir: Option<BorrowedFd<'_>>, umask: u32) -> io::Result<()> {
     // SAFETY: with CLONE_FS only, unshare gives this thread its own working directory, root and umask. It does not
     // touch the fd table (CLONE_FILES is what `unshare_unsafe` is unsafe for), so every fd stays valid everywhere.
     unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS)? };
-    rustix::process::fchdir(dir)?;
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask & 0o777));
+    if let Some(dir) = dir {
+        rustix::process::fchdir(dir)?;
+    }
     Ok(())
 }
 

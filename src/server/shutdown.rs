@@ -78,7 +78,7 @@ pub enum CancelReason {
 }
 
 impl CancelReason {
-    fn message(self) -> &'static str {
+    pub fn message(self) -> &'static str {
         match self {
             CancelReason::ClientGone => "the cat-blobd connect client went away",
             CancelReason::Shutdown => "the cat-blobd daemon is shutting down",
@@ -102,6 +102,11 @@ impl Cancel {
     pub fn cancel(&self, reason: CancelReason) {
         let _ = self.reason.compare_exchange(0, reason as u8, Ordering::SeqCst, Ordering::SeqCst);
         self.notifier.notify();
+    }
+
+    /// Readable once cancelled.
+    pub fn fd(&self) -> &OwnedFd {
+        self.notifier.fd()
     }
 
     pub fn reason(&self) -> Option<CancelReason> {
@@ -190,15 +195,16 @@ fn wait_for_signal(set: &libc::sigset_t) -> io::Result<i32> {
 }
 
 /// Starts the thread that turns each SIGTERM or SIGINT into a shutdown request (after
-/// [`block_termination_signals`]); `on_signal` is told the signal's name first (for the log).
+/// [`block_termination_signals`]); `on_signal` is told the signal's name then (for the log).
 pub fn spawn_signal_thread(shutdown: Shutdown, on_signal: impl Fn(&str) + Send + 'static) -> io::Result<()> {
     let set = termination_signals();
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         loop {
             match wait_for_signal(&set) {
                 Ok(signal) => {
-                    on_signal(if signal == libc::SIGINT { "SIGINT" } else { "SIGTERM" });
+                    // The request first: telling the log may be slow, it must not delay the stop.
                     shutdown.request();
+                    on_signal(if signal == libc::SIGINT { "SIGINT" } else { "SIGTERM" });
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return,

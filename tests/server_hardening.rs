@@ -1,0 +1,356 @@
+//! Daemon hardening: what a hostile or unlucky client, operator or environment does to `cat-blobd serve` — fds
+//! passed in floods, clients that say nothing, a log nobody reads, floods of refused peers, shutdowns in the
+//! middle of a marks export — and what the daemon must still do: serve everyone else, answer `stats`, stop when
+//! told, and lose no marks file. Every wait is bounded; nothing here measures time.
+
+use std::fs::File;
+use std::io::{IoSlice, Read, Write};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+
+use crate::server::{Daemon, WAIT, connect, direct, mixed_stream, plain, spawn_connect};
+use crate::util::{CAT_BLOBD, Fixture, TempDir, assert_bytes_eq, escape, read_all, rev_parse};
+
+/// The first bytes every `connect` hello starts with, whatever the protocol version.
+const MAGIC_START: &[u8] = b"\0cat-blobd connect ";
+
+/// Sends `bytes` with `fds` attached; false once the daemon has closed the connection.
+fn send_with_fds(conn: &UnixStream, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> bool {
+    let mut space = vec![MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(fds.len()))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    assert!(control.push(SendAncillaryMessage::ScmRights(fds)));
+    rustix::net::sendmsg(conn, &[IoSlice::new(bytes)], &mut control, SendFlags::NOSIGNAL).is_ok()
+}
+
+/// Everything the daemon writes on `conn` until it closes (a reset after the reply still leaves the reply).
+fn reply(conn: &UnixStream) -> Vec<u8> {
+    conn.set_read_timeout(Some(WAIT)).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match (&*conn).read(&mut buf) {
+            Ok(0) => return out,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset => return out,
+            Err(err) => panic!("no end of the reply within {WAIT:?} ({err}); got {}", escape(&out)),
+        }
+    }
+}
+
+/// The number of fds the process `pid` has open.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
+}
+
+/// A hello sent one byte per message with 32 fds on each: the daemon must refuse it once the running total passes
+/// the limit, not gather fds until the hello is complete (which took one client to 19,998 of 20,000 fds).
+#[test]
+fn hardening_fds_passed_in_many_pieces_are_refused_at_the_limit() {
+    let fixture = Fixture::Basic;
+    let mut daemon = Daemon::start(&fixture.git_dir(), &[]);
+    let before = open_fds(daemon.child.id());
+    let devnull = File::open("/dev/null").unwrap();
+    let fds = [devnull.as_fd(); 32];
+    let conn = UnixStream::connect(&daemon.socket).unwrap();
+    let mut sent = 0;
+    for byte in MAGIC_START.chunks(1) {
+        if !send_with_fds(&conn, byte, &fds) {
+            break;
+        }
+        sent += 1;
+    }
+    let answer = reply(&conn);
+    assert_eq!(answer, b"fatal: bad hello: the hello passes more than 32 fds\n", "after {sent} pieces");
+    daemon.wait_for_log("outcome=refused");
+    daemon.wait_for_stat("connections_open", 1);
+    let after = open_fds(daemon.child.id());
+    assert!(after <= before + 2, "the daemon holds {after} fds, {before} before the client");
+}
+
+/// More fds in one message than the daemon takes: the kernel truncates the control data (MSG_CTRUNC), and the
+/// refusal says so rather than naming a count that was never sent.
+#[test]
+fn hardening_truncated_control_data_is_reported_as_such() {
+    let fixture = Fixture::Basic;
+    let daemon = Daemon::start(&fixture.git_dir(), &[]);
+    let devnull = File::open("/dev/null").unwrap();
+    let conn = UnixStream::connect(&daemon.socket).unwrap();
+    assert!(send_with_fds(&conn, &MAGIC_START[..1], &[devnull.as_fd(); 40]));
+    let answer = reply(&conn);
+    assert_eq!(
+        String::from_utf8(answer).unwrap(),
+        "fatal: bad hello: the hello's fds were cut short (more than 32 in one message, or the daemon is out of \
+         fds)\n"
+    );
+}
+
+/// With few fds (RLIMIT_NOFILE 64), clients past what fits wait in the backlog while `accept` fails with EMFILE;
+/// once the others close, every one of them is served, and so are later ones.
+#[test]
+fn hardening_accept_out_of_fds_backs_off_and_keeps_serving() {
+    let fixture = Fixture::Basic;
+    let dir = TempDir::new("emfile");
+    let mut daemon = Daemon::spawn_with(&dir.path().join("socket"), &fixture.git_dir(), &[], |cmd| {
+        // SAFETY: setrlimit is async-signal-safe; the closure touches nothing else between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                let limit = libc::rlimit { rlim_cur: 64, rlim_max: 64 };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    });
+    daemon.wait_for_log("listening");
+    let held: Vec<UnixStream> = (0..80)
+        .map(|_| {
+            let conn = UnixStream::connect(&daemon.socket).unwrap();
+            (&conn).write_all(b"progress held\n").unwrap();
+            conn
+        })
+        .collect();
+    daemon.wait_for_log("accept-failed");
+    assert!(daemon.log().contains("Too many open files"), "{}", daemon.log());
+    // Every held client is served in the end: the ones waiting in the backlog once others close.
+    for conn in held {
+        conn.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(reply(&conn), b"progress held\n");
+    }
+    let stream = mixed_stream(11);
+    assert_bytes_eq("after EMFILE", &direct(fixture, &stream, false, &[]).stdout, &plain(&daemon.socket, stream));
+}
+
+/// A daemon whose stderr nobody reads (a pipe of one page, full after a few lines): connections and `stats` go on,
+/// and SIGTERM stops it. Before, every connection thread blocked on its log line, and so did the signal thread.
+#[test]
+fn hardening_a_stalled_log_reader_never_wedges_the_daemon() {
+    let fixture = Fixture::Basic;
+    let dir = TempDir::new("stalled-log");
+    let socket = dir.path().join("socket");
+    let (unread, log_end) = rustix::pipe::pipe().unwrap();
+    rustix::pipe::fcntl_setpipe_size(&log_end, 4096).unwrap();
+    let mut cmd = Command::new(CAT_BLOBD);
+    crate::util::clean_git_env(&mut cmd);
+    cmd.arg("serve").arg("--socket").arg(&socket).arg("--git-dir").arg(fixture.git_dir());
+    cmd.args(["--max-connections", "2"]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::from(log_end));
+    let mut child = cmd.spawn().unwrap();
+    let start = Instant::now();
+    while !socket.exists() {
+        assert!(start.elapsed() < WAIT, "the daemon never bound its socket");
+        thread::sleep(Duration::from_millis(5));
+    }
+    let blob = rev_parse(fixture, "HEAD:README.md");
+    let expected = direct(fixture, format!("cat-blob {blob}\n").as_bytes(), false, &[]).stdout;
+    for k in 0..60 {
+        let got = plain(&socket, format!("cat-blob {blob}\n").into_bytes());
+        assert_bytes_eq(&format!("stream {k} with the log stalled"), &expected, &got);
+    }
+    let stats = Command::new(CAT_BLOBD).arg("stats").arg("--socket").arg(&socket).output().unwrap();
+    assert!(stats.status.success(), "{}", escape(&stats.stderr));
+    rustix::process::kill_process(rustix::process::Pid::from_child(&child), rustix::process::Signal::TERM).unwrap();
+    let status = crate::util::wait_with_timeout(&mut child, WAIT, "the daemon with a stalled log".as_ref());
+    assert!(status.success(), "{status}");
+    assert!(!socket.exists());
+    drop(unread);
+}
+
+/// Clients that say nothing hold no stream slot: with --max-connections 2 and four silent connections, `stats`
+/// answers and a stream is served. A silent client is closed with a `fatal:` line at --hello-timeout.
+#[test]
+fn hardening_silent_connections_hold_no_slot_and_meet_the_hello_deadline() {
+    let fixture = Fixture::Basic;
+    let daemon = Daemon::start(&fixture.git_dir(), &["--max-connections", "2", "--hello-timeout", "600"]);
+    let silent: Vec<UnixStream> = (0..4).map(|_| UnixStream::connect(&daemon.socket).unwrap()).collect();
+    let mut stats = Command::new(CAT_BLOBD)
+        .arg("stats")
+        .arg("--socket")
+        .arg(&daemon.socket)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = read_all(stats.stdout.take().unwrap());
+    let status = crate::util::wait_with_timeout(&mut stats, WAIT, "stats with silent connections open".as_ref());
+    assert!(status.success());
+    assert!(String::from_utf8(out.join().unwrap()).unwrap().contains("connections_open 5\n"));
+    let stream = mixed_stream(12);
+    let expected = direct(fixture, &stream, false, &[]).stdout;
+    let (socket, copy) = (daemon.socket.clone(), stream.clone());
+    let served = thread::spawn(move || plain(&socket, copy));
+    let got = crate::server::join_within(served, WAIT, "a stream while silent connections are open");
+    assert_bytes_eq("stream beside silent connections", &expected, &got);
+    let out = connect(&daemon.socket, &stream, false, &[]);
+    assert!(out.status.success(), "{}", out.describe());
+    drop(silent);
+
+    let mut strict = Daemon::start(&fixture.git_dir(), &["--hello-timeout", "0.2"]);
+    let conn = UnixStream::connect(&strict.socket).unwrap();
+    assert_eq!(String::from_utf8(reply(&conn)).unwrap(), "fatal: bad hello: no hello within 200ms (--hello-timeout)\n");
+    strict.wait_for_log("outcome=refused");
+}
+
+/// Streams waiting for a slot when the daemon is told to stop get `fatal: … shutting down` (not a reset and
+/// "closed the connection without an exit status"), while the open stream finishes within the grace period.
+#[test]
+fn hardening_clients_waiting_at_shutdown_are_told_so() {
+    let fixture = Fixture::Basic;
+    let mut daemon = Daemon::start(&fixture.git_dir(), &["--max-connections", "1", "--grace", "60"]);
+    let holder = UnixStream::connect(&daemon.socket).unwrap();
+    (&holder).write_all(b"progress holding\n").unwrap();
+    let mut line = [0u8; 17];
+    holder.set_read_timeout(Some(WAIT)).unwrap();
+    (&holder).read_exact(&mut line).unwrap();
+    let mut waiting = spawn_connect(&daemon.socket, &[], Stdio::null(), Stdio::piped());
+    let stderr = read_all(waiting.stderr.take().unwrap());
+    daemon.wait_for_stat("connections_open", 3);
+    daemon.signal(rustix::process::Signal::TERM);
+    let status = crate::util::wait_with_timeout(&mut waiting, WAIT, "the waiting connect".as_ref());
+    assert_eq!(status.code(), Some(128));
+    assert_eq!(String::from_utf8(stderr.join().unwrap()).unwrap(), "fatal: the cat-blobd daemon is shutting down\n");
+    (&holder).write_all(b"progress still served\n").unwrap();
+    holder.shutdown(std::net::Shutdown::Write).unwrap();
+    assert_eq!(reply(&holder), b"progress still served\n");
+    assert!(daemon.wait().success(), "{}", daemon.log());
+}
+
+/// Marks files written through the daemon get the client's umask, as they would from `cat-blobd` run there.
+#[test]
+fn hardening_marks_files_get_the_clients_umask() {
+    let fixture = Fixture::Basic;
+    let daemon = Daemon::start(&fixture.git_dir(), &[]);
+    let (here, there) = (TempDir::new("umask-direct"), TempDir::new("umask-connect"));
+    let run = |args: Vec<std::ffi::OsString>, dir: &Path| {
+        let mut cmd = Command::new(CAT_BLOBD);
+        crate::util::clean_git_env(&mut cmd);
+        cmd.args(args).arg("--export-marks=m").current_dir(dir).stdin(Stdio::piped()).stdout(Stdio::null());
+        // SAFETY: umask is async-signal-safe and touches nothing else between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::umask(0o077);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().unwrap();
+        crate::util::feed_stdin(&mut child, b"blob\nmark :1\ndata 3\nabc\n".to_vec()).join().unwrap();
+        let status = crate::util::wait_with_timeout(&mut child, WAIT, "export marks".as_ref());
+        assert!(status.success(), "{status}");
+        std::fs::metadata(dir.join("m")).unwrap().permissions().mode() & 0o777
+    };
+    let direct_mode = run(vec!["--git-dir".into(), fixture.git_dir().into()], here.path());
+    let connect_mode = run(vec!["connect".into(), "--socket".into(), daemon.socket.clone().into()], there.path());
+    assert_eq!(direct_mode, 0o600);
+    assert_eq!(connect_mode, direct_mode);
+}
+
+/// Holds every open in one directory until told to let it through: a fanotify permission watch (root only).
+struct OpenGate {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl OpenGate {
+    #[allow(unsafe_code)]
+    fn watch(dir: &Path) -> Option<OpenGate> {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+        // SAFETY: plain syscalls on a fresh fd and a NUL-terminated path that outlives the call.
+        unsafe {
+            let fd = libc::fanotify_init(libc::FAN_CLASS_CONTENT | libc::FAN_CLOEXEC, libc::O_RDONLY as u32);
+            if fd < 0 {
+                return None;
+            }
+            let fd = std::os::fd::OwnedFd::from_raw_fd(fd);
+            let mask = libc::FAN_OPEN_PERM | libc::FAN_EVENT_ON_CHILD;
+            let rc = libc::fanotify_mark(fd.as_raw_fd(), libc::FAN_MARK_ADD, mask, libc::AT_FDCWD, path.as_ptr());
+            (rc == 0).then_some(OpenGate { fd })
+        }
+    }
+
+    /// Waits for the next open in the directory (which then blocks) and returns its event's fd.
+    #[allow(unsafe_code)]
+    fn next_open(&self) -> std::os::fd::OwnedFd {
+        use std::os::fd::FromRawFd;
+        let mut event = MaybeUninit::<libc::fanotify_event_metadata>::uninit();
+        let size = std::mem::size_of::<libc::fanotify_event_metadata>();
+        // SAFETY: reads at most `size` bytes into `event`; one permission event is exactly one metadata record.
+        let n = unsafe { libc::read(self.fd.as_raw_fd(), event.as_mut_ptr().cast(), size) };
+        assert_eq!(n, size as isize, "{}", std::io::Error::last_os_error());
+        // SAFETY: the kernel filled the whole record, and it owns a new fd for the opened file.
+        unsafe { std::os::fd::OwnedFd::from_raw_fd(event.assume_init().fd) }
+    }
+
+    /// Lets the open that `event` stands for go through.
+    #[allow(unsafe_code)]
+    fn allow(&self, event: std::os::fd::OwnedFd) {
+        let response = libc::fanotify_response { fd: event.as_raw_fd(), response: libc::FAN_ALLOW };
+        let size = std::mem::size_of::<libc::fanotify_response>();
+        // SAFETY: writes one plain struct from a live local.
+        let n = unsafe { libc::write(self.fd.as_raw_fd(), (&raw const response).cast(), size) };
+        assert_eq!(n, size as isize);
+    }
+}
+
+use std::os::fd::AsRawFd;
+
+/// A shutdown while a stream writes its marks file: the daemon waits for the export, whatever the grace period,
+/// and leaves the marks file complete and no lock file. (Before, it gave cut streams 2 s and exited, which left
+/// `m.lock` and no `m`; the export is held here in the open of its lock file by a fanotify permission watch.)
+#[test]
+fn hardening_a_shutdown_never_loses_a_marks_file() {
+    let fixture = Fixture::Basic;
+    let dir = TempDir::new("marks-at-shutdown");
+    let marks_dir = dir.path().join("marks");
+    std::fs::create_dir(&marks_dir).unwrap();
+    let Some(gate) = OpenGate::watch(&marks_dir) else {
+        eprintln!("hardening_a_shutdown_never_loses_a_marks_file: no fanotify (needs CAP_SYS_ADMIN); skipped");
+        return;
+    };
+    let mut daemon = Daemon::start(&fixture.git_dir(), &["--grace", "0.1"]);
+    let marks = marks_dir.join("m");
+    let mut child =
+        spawn_connect(&daemon.socket, &[&format!("--export-marks={}", marks.display())], Stdio::null(), Stdio::piped());
+    let stderr = read_all(child.stderr.take().unwrap());
+    crate::util::feed_stdin(&mut child, b"blob\nmark :1\ndata 3\nabc\n".to_vec()).join().unwrap();
+    let held = gate.next_open();
+    daemon.signal(rustix::process::Signal::TERM);
+    daemon.wait_for_log("shutdown");
+    // Longer than the grace period and the 2 s the stop gives cut streams: a daemon that abandons the export has
+    // exited by now.
+    thread::sleep(Duration::from_secs(4));
+    gate.allow(held);
+    // Later opens (the directory, synced after the rename) go through.
+    thread::spawn(move || {
+        loop {
+            let event = gate.next_open();
+            gate.allow(event);
+        }
+    });
+    let status = daemon.wait();
+    assert!(status.success(), "{status}: {}", daemon.log());
+    assert!(!marks_dir.join("m.lock").exists(), "a lock file was left: {}", daemon.log());
+    assert_eq!(std::fs::read(&marks).expect("the marks file"), format!(":1 {}\n", blob_id(b"abc")).into_bytes());
+    let status = crate::util::wait_with_timeout(&mut child, WAIT, "connect".as_ref());
+    assert!(status.success(), "{status}: {}", escape(&stderr.join().unwrap()));
+}
+
+/// The id git gives a blob of `content`.
+fn blob_id(content: &[u8]) -> String {
+    let mut child = Command::new("git")
+        .args(["hash-object", "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(content).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
