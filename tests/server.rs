@@ -60,6 +60,12 @@ impl Daemon {
         cmd.arg("serve").arg("--socket").arg(socket).arg("--git-dir").arg(git_dir).args(extra);
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         configure(&mut cmd);
+        Daemon::from_command(cmd, socket)
+    }
+
+    /// Starts `cmd` (a `cat-blobd serve` on `socket`, perhaps behind a wrapper) with its stderr piped to the log.
+    pub(crate) fn from_command(mut cmd: Command, socket: &Path) -> Daemon {
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn cat-blobd serve");
         let log = Arc::new(Mutex::new(Vec::new()));
         let mut stderr = child.stderr.take().expect("stderr");

@@ -354,3 +354,86 @@ fn blob_id(content: &[u8]) -> String {
     let out = child.wait_with_output().unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
+
+/// A directory every uid may traverse, for a socket that clients of another uid must reach; removed on drop.
+fn shared_dir(label: &str) -> TempDir {
+    let dir = TempDir::outside_any_repo(label);
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut up = dir.path().parent();
+    while let Some(parent) = up {
+        let mode = std::fs::metadata(parent).unwrap().permissions().mode();
+        assert!(mode & 0o001 != 0, "{} is not searchable by other uids", parent.display());
+        up = parent.parent();
+    }
+    dir
+}
+
+const NOBODY: u32 = 65534;
+
+/// A flood of connections from a uid the daemon refuses costs no thread or slot and no log flood: at most one
+/// line a second, with counts that add up; an admitted client is served meanwhile. (Before: one line each.)
+#[test]
+fn hardening_a_flood_of_refused_peers_is_cheap_and_logged_with_counts() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("hardening_a_flood_of_refused_peers_is_cheap_and_logged_with_counts: not root; skipped");
+        return;
+    }
+    let fixture = Fixture::Basic;
+    let dir = shared_dir("refused-flood");
+    let socket = dir.path().join("socket");
+    let mut daemon = Daemon::spawn(&socket, &fixture.git_dir(), &["--socket-mode", "0666"]);
+    daemon.wait_for_log("listening");
+    let flood = 200;
+    let start = Instant::now();
+    let admitted = {
+        let socket = socket.clone();
+        thread::spawn(move || {
+            let stream = mixed_stream(13);
+            let expected = direct(Fixture::Basic, &stream, false, &[]).stdout;
+            assert_bytes_eq("admitted during the flood", &expected, &plain(&socket, stream));
+        })
+    };
+    for _ in 0..flood {
+        let out = Command::new(CAT_BLOBD).arg("stats").arg("--socket").arg(&socket).uid(NOBODY).output().unwrap();
+        assert_eq!(out.status.code(), Some(128));
+        assert!(out.stderr.starts_with(b"fatal: "), "{}", escape(&out.stderr));
+    }
+    let elapsed = start.elapsed();
+    crate::server::join_within(admitted, WAIT, "the admitted client");
+    assert_eq!(daemon.stat("connections_refused"), flood);
+    daemon.signal(rustix::process::Signal::TERM);
+    assert!(daemon.wait().success());
+    let log = daemon.log();
+    let lines = log.lines().filter(|line| line.contains(" outcome=refused ")).count() as u64;
+    let more: u64 = log
+        .lines()
+        .filter_map(|line| line.split_once(" refused-more count=").map(|(_, n)| n.parse::<u64>().unwrap()))
+        .sum();
+    assert_eq!(lines + more, flood, "{log}");
+    assert!(lines <= elapsed.as_secs() + 2, "{lines} refusal lines in {elapsed:?}:\n{log}");
+}
+
+/// A peer in a pid namespace the daemon cannot see has pid 0 in SO_PEERCRED: it is served, with its real uid.
+#[test]
+fn hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0: not root; skipped");
+        return;
+    }
+    let fixture = Fixture::Basic;
+    let dir = TempDir::new("pidns");
+    let socket = dir.path().join("socket");
+    let mut cmd = Command::new("unshare");
+    crate::util::clean_git_env(&mut cmd);
+    cmd.args(["--pid", "--fork", "--kill-child"]).arg(CAT_BLOBD).arg("serve").arg("--socket").arg(&socket);
+    cmd.arg("--git-dir").arg(fixture.git_dir());
+    let mut daemon = Daemon::from_command(cmd, &socket);
+    daemon.wait_for_log("listening");
+    if !daemon.log().contains(" pid=1 ") {
+        eprintln!("hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0: no pid namespace; skipped");
+        return;
+    }
+    let stream = mixed_stream(14);
+    assert_bytes_eq("peer outside", &direct(fixture, &stream, false, &[]).stdout, &plain(&socket, stream));
+    daemon.wait_for_log(" kind=plain uid=0 pid=0 ");
+}
