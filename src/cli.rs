@@ -195,8 +195,8 @@ pub struct ServeCli {
 
 /// Runs one fast-import stream through a `cat-blobd serve` daemon, as a drop-in for `cat-blobd`.
 ///
-/// Hands this process's stdin, stdout, stderr, its open fds 3..=9 (and the one --cat-blob-fd names) and its
-/// working directory to the daemon, which runs the stream straight on them; exits with the stream's status.
+/// Hands this process's stdin, stdout, stderr (and the fd --cat-blob-fd names) and its working directory to the
+/// daemon, which runs the stream straight on them; exits with the stream's status.
 /// The repository and cat-blobd's own settings are the daemon's.
 #[derive(Debug, Parser)]
 #[command(
@@ -208,6 +208,11 @@ pub struct ConnectCli {
     /// The daemon's socket.
     #[arg(long, value_name = "PATH")]
     pub socket: PathBuf,
+
+    /// Trust a daemon running as this uid (by default only this process's own uid and root are: the daemon gets
+    /// this process's stdin, stdout, stderr and working directory).
+    #[arg(long, value_name = "UID")]
+    pub server_uid: Option<u32>,
 }
 
 /// `cat-blobd connect`'s command line: the socket, and git fast-import's flags in order.
@@ -220,7 +225,7 @@ pub struct ConnectArgs {
 /// Splits `cat-blobd connect`'s arguments (after the word `connect`).
 pub fn parse_connect(args: impl IntoIterator<Item = OsString>) -> Result<ConnectArgs, clap::Error> {
     // cat-blobd's own flags go to clap too, which refuses them: they are the daemon's settings.
-    let own_flags: Vec<&str> = OWN_VALUE_FLAGS.iter().copied().chain(["--socket"]).collect();
+    let own_flags: Vec<&str> = OWN_VALUE_FLAGS.iter().copied().chain(["--socket", "--server-uid"]).collect();
     let (own, fast_import) = split("cat-blobd connect", args, &own_flags);
     Ok(ConnectArgs { cli: ConnectCli::try_parse_from(own)?, fast_import })
 }

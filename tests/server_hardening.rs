@@ -437,3 +437,159 @@ fn hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0() {
     assert_bytes_eq("peer outside", &direct(fixture, &stream, false, &[]).stdout, &plain(&socket, stream));
     daemon.wait_for_log(" kind=plain uid=0 pid=0 ");
 }
+
+/// A stand-in for a daemon, run by python3 as `uid`: accepts one connection on `socket`, prints
+/// `<bytes> <fds>` of the first message it receives, answers `exit 0` and exits.
+fn fake_daemon(socket: &Path, uid: u32) -> std::process::Child {
+    let script = r#"
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(1)
+print("ready", flush=True)
+c, _ = s.accept()
+data, ancillary, _, _ = c.recvmsg(1 << 20, socket.CMSG_SPACE(64 * 4))
+fds = sum(len(d) // 4 for level, kind, d in ancillary if kind == socket.SCM_RIGHTS)
+print(len(data), fds, flush=True)
+try:
+    c.sendall(b"exit 0\n")
+except OSError:
+    pass
+"#;
+    let mut child = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(script)
+        .arg(socket)
+        .uid(uid)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut ready = [0u8; 6];
+    child.stdout.as_mut().unwrap().read_exact(&mut ready).unwrap();
+    assert_eq!(&ready, b"ready\n");
+    child
+}
+
+/// What the fake daemon received: (bytes, fds) of the first message.
+fn fake_daemon_received(mut child: std::process::Child) -> (usize, usize) {
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    crate::util::wait_with_timeout(&mut child, WAIT, "the fake daemon".as_ref());
+    let mut numbers = out.split_whitespace().map(|n| n.parse().unwrap());
+    (numbers.next().unwrap(), numbers.next().unwrap())
+}
+
+/// `connect` checks who listens before handing over its fds: a socket created by another uid (not root) gets
+/// nothing, unless --server-uid names that uid.
+#[test]
+fn hardening_connect_hands_nothing_to_a_daemon_of_another_uid() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("hardening_connect_hands_nothing_to_a_daemon_of_another_uid: not root; skipped");
+        return;
+    }
+    let dir = shared_dir("server-uid");
+    let socket = dir.path().join("socket");
+    let other = 12345;
+    let fake = fake_daemon(&socket, other);
+    let out = crate::util::Run::new(CAT_BLOBD).arg("connect").arg("--socket").arg(&socket).stdin("").run();
+    assert_eq!(out.status.code(), Some(128));
+    let message = format!("fatal: the process listening on {} runs as uid {other}, not as uid 0", socket.display());
+    assert!(out.stderr.starts_with(message.as_bytes()), "{}", escape(&out.stderr));
+    assert_eq!(fake_daemon_received(fake), (0, 0), "the fake daemon got nothing");
+
+    std::fs::remove_file(&socket).unwrap();
+    let fake = fake_daemon(&socket, other);
+    let out = crate::util::Run::new(CAT_BLOBD)
+        .arg("connect")
+        .arg("--socket")
+        .arg(&socket)
+        .arg(format!("--server-uid={other}"))
+        .stdin("")
+        .run();
+    assert!(out.status.success(), "{}", out.describe());
+    let (bytes, fds) = fake_daemon_received(fake);
+    assert!(bytes > 0 && fds == 4, "{bytes} bytes, {fds} fds: stdin, stdout, stderr and the directory");
+}
+
+/// `connect` passes stdin, stdout, stderr, the directory and the fd --cat-blob-fd names: no other fd.
+#[test]
+fn hardening_connect_passes_only_the_fds_the_stream_needs() {
+    let dir = TempDir::new("fds-passed");
+    for (flags, redirect, expected) in
+        [(vec![], "5</dev/null 7</dev/null", 4), (vec!["--cat-blob-fd=5"], "5>/dev/null 7</dev/null", 5)]
+    {
+        let socket = dir.path().join(format!("socket-{expected}"));
+        let fake = fake_daemon(&socket, rustix::process::geteuid().as_raw());
+        let mut run = crate::util::Run::new(CAT_BLOBD).arg("connect").arg("--socket").arg(&socket);
+        for flag in &flags {
+            run = run.arg(flag);
+        }
+        let out = run.redirect(redirect).stdin("").run();
+        assert!(out.status.success(), "{}", out.describe());
+        assert_eq!(fake_daemon_received(fake).1, expected, "{flags:?} with {redirect}");
+    }
+}
+
+/// Two daemons starting at once on one socket: the start-up lock makes the second fail without touching the
+/// socket. Here the test holds the lock, as a daemon still starting would.
+#[test]
+fn hardening_a_daemon_starting_waits_for_the_start_up_lock() {
+    let fixture = Fixture::Basic;
+    let dir = TempDir::new("startup-lock");
+    let socket = dir.path().join("socket");
+    let lock = File::create(dir.path().join("socket.lock")).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let mut second = Daemon::spawn(&socket, &fixture.git_dir(), &[]);
+    assert_eq!(second.wait().code(), Some(128), "{}", second.log());
+    assert!(
+        second.log().starts_with("fatal: another cat-blobd daemon is starting or listening on"),
+        "{}",
+        second.log()
+    );
+    drop(lock);
+    let mut daemon = Daemon::spawn(&socket, &fixture.git_dir(), &[]);
+    daemon.wait_for_log("listening");
+}
+
+/// The socket's mode is exact whatever the daemon's umask, with no chmod by path (which would follow a symlink
+/// swapped in after `bind`).
+#[test]
+fn hardening_the_socket_mode_is_exact_under_any_umask() {
+    let fixture = Fixture::Basic;
+    let dir = TempDir::new("socket-umask");
+    let socket = dir.path().join("socket");
+    let mut daemon = Daemon::spawn_with(&socket, &fixture.git_dir(), &["--socket-mode", "0660"], |cmd| {
+        // SAFETY: umask is async-signal-safe and touches nothing else between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::umask(0o077);
+                Ok(())
+            });
+        }
+    });
+    daemon.wait_for_log("listening");
+    assert_eq!(std::fs::symlink_metadata(&socket).unwrap().permissions().mode() & 0o777, 0o660);
+}
+
+/// SIGHUP stops the daemon as SIGTERM does (the socket removed, exit 0); SIGQUIT stops it without the grace
+/// period, open streams cut at once. (Before, both killed it, leaving the socket file.)
+#[test]
+fn hardening_sighup_and_sigquit_stop_the_daemon_cleanly() {
+    let fixture = Fixture::Basic;
+    let mut daemon = Daemon::start(&fixture.git_dir(), &["--grace", "600"]);
+    daemon.signal(rustix::process::Signal::HUP);
+    assert!(daemon.wait().success(), "{}", daemon.log());
+    assert!(!daemon.socket.exists());
+    assert!(daemon.log().contains("signal signal=SIGHUP"), "{}", daemon.log());
+
+    let mut daemon = Daemon::start(&fixture.git_dir(), &["--grace", "600"]);
+    let conn = UnixStream::connect(&daemon.socket).unwrap();
+    (&conn).write_all(b"progress open\n").unwrap();
+    let mut line = [0u8; 14];
+    conn.set_read_timeout(Some(WAIT)).unwrap();
+    (&conn).read_exact(&mut line).unwrap();
+    daemon.signal(rustix::process::Signal::QUIT);
+    assert!(daemon.wait().success(), "{}", daemon.log());
+    assert!(!daemon.socket.exists());
+    assert!(daemon.log().contains("cut=1 abandoned=0"), "{}", daemon.log());
+    assert!(reply(&conn).is_empty(), "the cut stream ends");
+}

@@ -6,7 +6,8 @@
 //!                 finished" eventfd). Checks each peer's uid as it accepts it: a refused peer gets its `fatal:`
 //!                 line there and then, with no thread. Stops accepting at --max-connections + PENDING open
 //!                 connections (the rest wait in the backlog), and backs off when out of fds.
-//! signal thread   SIGTERM/SIGINT/SIGHUP/SIGQUIT (blocked everywhere else, taken with sigwait) -> Shutdown
+//! signal thread   SIGTERM/SIGINT/SIGHUP, and SIGQUIT without grace (blocked everywhere else, taken with
+//!                 sigwait) -> Shutdown
 //! log thread      writes the log's bounded queue to stderr (see [`log`])
 //! one thread per  connection::Connection::run: the hello (within --hello-timeout), then a stream slot
 //! connection      ([`slots`]; `stats` takes none), then fast_import::run with its own resolver and writer
@@ -244,8 +245,8 @@ fn stop(state: &State, shutdown: &Shutdown, grace: Duration) -> Result<(), Serve
     let open = state.slots.counts().0;
     state.log.log("shutdown", &[("open", Value::U64(open as u64)), ("grace_s", Value::F64(grace.as_secs_f64()))]);
     let requests = shutdown.requests();
-    // A further request (a second SIGTERM) ends the grace period early.
-    wait_for_connections(state, shutdown, grace, || shutdown.requests() > requests);
+    // A further request (a second SIGTERM) ends the grace period early; SIGQUIT skips it.
+    wait_for_connections(state, shutdown, grace, || shutdown.requests() > requests || shutdown.immediate());
     let cut: Vec<Arc<Handle>> = state.registry().values().cloned().collect();
     for handle in &cut {
         handle.cut();
