@@ -194,6 +194,7 @@ mod tests {
         assert_eq!(meta.mode() & 0o777, 0o600);
         file.remove();
         assert!(!path.exists());
+        drop(file);
 
         let (_listener, file) = bind(&path, 0o660).unwrap();
         assert_eq!(fs::symlink_metadata(&path).unwrap().mode() & 0o777, 0o660);
