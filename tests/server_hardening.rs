@@ -198,8 +198,9 @@ fn hardening_silent_connections_hold_no_slot_and_meet_the_hello_deadline() {
     strict.wait_for_log("outcome=refused");
 }
 
-/// Streams waiting for a slot when the daemon is told to stop get `fatal: … shutting down` (not a reset and
-/// "closed the connection without an exit status"), while the open stream finishes within the grace period.
+/// Streams waiting for a slot, and connections still in their hello, when the daemon is told to stop get
+/// `fatal: … shutting down` (not a reset and "closed the connection without an exit status"), while the open
+/// stream finishes within the grace period.
 #[test]
 fn hardening_clients_waiting_at_shutdown_are_told_so() {
     let fixture = Fixture::Basic;
@@ -211,8 +212,10 @@ fn hardening_clients_waiting_at_shutdown_are_told_so() {
     (&holder).read_exact(&mut line).unwrap();
     let mut waiting = spawn_connect(&daemon.socket, &[], Stdio::null(), Stdio::piped());
     let stderr = read_all(waiting.stderr.take().unwrap());
-    daemon.wait_for_stat("connections_open", 3);
+    let silent = UnixStream::connect(&daemon.socket).unwrap();
+    daemon.wait_for_stat("connections_open", 4);
     daemon.signal(rustix::process::Signal::TERM);
+    assert_eq!(String::from_utf8(reply(&silent)).unwrap(), "fatal: the cat-blobd daemon is shutting down\n");
     let status = crate::util::wait_with_timeout(&mut waiting, WAIT, "the waiting connect".as_ref());
     assert_eq!(status.code(), Some(128));
     assert_eq!(String::from_utf8(stderr.join().unwrap()).unwrap(), "fatal: the cat-blobd daemon is shutting down\n");

@@ -43,6 +43,8 @@ pub enum ConnectionError {
     Io(#[from] io::Error),
     #[error("bad hello: {0}")]
     Protocol(#[from] ProtocolError),
+    #[error("{}", .0.message())]
+    Cut(CancelReason),
 }
 
 /// What the accept loop and the shutdown keep of an open connection.
@@ -289,7 +291,7 @@ impl Connection {
     fn wait_readable(&self, deadline: Instant) -> Result<(), ConnectionError> {
         loop {
             if let Some(reason) = self.handle.cancel.reason() {
-                return Err(io::Error::other(reason.message()).into());
+                return Err(ConnectionError::Cut(reason));
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -424,7 +426,7 @@ impl Connection {
 
     fn stats(&self) -> Record {
         let state = &self.state;
-        let text = state.counters.render(&state.cache, &state.store, state.started.elapsed());
+        let text = state.counters.render(&state.cache, &state.store, state.started.elapsed(), state.log.dropped());
         let _ = self.stream.set_write_timeout(Some(LINGER));
         let _ = (&*self.stream).write_all(text.as_bytes());
         Record { kind: "stats", outcome: "ok", exit: None, requests: 0, bytes: 0, error: None }

@@ -216,20 +216,22 @@ fn wait_for_signal(set: &libc::sigset_t) -> io::Result<i32> {
 }
 
 /// Starts the thread that turns each termination signal into a shutdown request (after
-/// [`block_termination_signals`]); `on_signal` is told the signal's name then (for the log).
+/// [`block_termination_signals`]); `on_signal`, which must not block, is told the signal's name first (for the
+/// log).
 pub fn spawn_signal_thread(shutdown: Shutdown, on_signal: impl Fn(&str) + Send + 'static) -> io::Result<()> {
     let set = termination_signals();
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         loop {
             match wait_for_signal(&set) {
                 Ok(signal) => {
-                    // The request first: telling the log may be slow, it must not delay the stop.
+                    // `on_signal` must not block (the daemon's log only queues): the request follows at once, and
+                    // the line comes before the stop's own lines.
+                    on_signal(SIGNALS.iter().find(|(s, _)| *s == signal).map_or("signal", |(_, name)| name));
                     if signal == libc::SIGQUIT {
                         shutdown.request_immediate();
                     } else {
                         shutdown.request();
                     }
-                    on_signal(SIGNALS.iter().find(|(s, _)| *s == signal).map_or("signal", |(_, name)| name));
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return,

@@ -34,7 +34,7 @@ pub fn add(counter: &AtomicU64, n: u64) {
 
 impl Counters {
     /// The `stats` answer: one `<name> <value>` per line.
-    pub fn render(&self, cache: &SharedCache, store: &Store, uptime: Duration) -> String {
+    pub fn render(&self, cache: &SharedCache, store: &Store, uptime: Duration, log_dropped: u64) -> String {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         let (hits, misses) = cache.hit_counts();
         let ratio = if hits + misses == 0 { 0.0 } else { hits as f64 / (hits + misses) as f64 };
@@ -55,6 +55,7 @@ impl Counters {
         line("delta_cache_bytes", &cache.bytes());
         line("inflated_bytes", &cache.inflated_bytes());
         line("packs_mapped", &store.pack_count());
+        line("log_lines_dropped", &log_dropped);
         line("uptime_seconds", &format_args!("{:.3}", uptime.as_secs_f64()));
         out
     }
