@@ -1,8 +1,8 @@
 //! The command line. cat-blobd's own flags go through clap; every other `--flag` is git fast-import's and is
 //! kept, in order, for the session to apply lazily exactly as git's `parse_argv` does (after the stream's
 //! leading `feature`/`option` lines), so cat-blobd can take `git fast-import`'s place in a pipeline.
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStringExt;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
 use clap::Parser;
@@ -222,12 +222,53 @@ pub struct ConnectArgs {
     pub fast_import: Vec<Vec<u8>>,
 }
 
-/// Splits `cat-blobd connect`'s arguments (after the word `connect`).
+/// Splits `cat-blobd connect`'s arguments (after the word `connect`). The usual command line (`--socket`, perhaps
+/// `--server-uid`, and git's flags) is read by hand: building clap's parser is most of what `connect` itself costs
+/// before its hello (see `benches/daemon.sh`). Anything else (`--help`, `--version`, one of the daemon's own flags,
+/// a missing, repeated or empty value) goes through clap, for its messages.
 pub fn parse_connect(args: impl IntoIterator<Item = OsString>) -> Result<ConnectArgs, clap::Error> {
+    let args: Vec<OsString> = args.into_iter().collect();
+    if let Some(parsed) = parse_connect_by_hand(&args) {
+        return Ok(parsed);
+    }
+    parse_connect_with_clap(args)
+}
+
+fn parse_connect_with_clap(args: Vec<OsString>) -> Result<ConnectArgs, clap::Error> {
     // cat-blobd's own flags go to clap too, which refuses them: they are the daemon's settings.
     let own_flags: Vec<&str> = OWN_VALUE_FLAGS.iter().copied().chain(["--socket", "--server-uid"]).collect();
     let (own, fast_import) = split("cat-blobd connect", args, &own_flags);
     Ok(ConnectArgs { cli: ConnectCli::try_parse_from(own)?, fast_import })
+}
+
+/// What [`parse_connect_with_clap`] gives for a command line it accepts, or `None` to let clap decide.
+fn parse_connect_by_hand(args: &[OsString]) -> Option<ConnectArgs> {
+    let (mut socket, mut server_uid, mut fast_import) = (None, None, Vec::new());
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let bytes = arg.as_bytes();
+        let (name, inline) = match bytes.iter().position(|&b| b == b'=') {
+            Some(at) => (&bytes[..at], Some(&bytes[at + 1..])),
+            None => (bytes, None),
+        };
+        let mut value = || inline.or_else(|| args.next().map(|next| next.as_bytes())).filter(|v| !v.is_empty());
+        match name {
+            b"--socket" if socket.is_none() => socket = Some(PathBuf::from(OsStr::from_bytes(value()?))),
+            b"--server-uid" if server_uid.is_none() => {
+                let digits = value().filter(|v| v.iter().all(u8::is_ascii_digit))?;
+                server_uid = Some(std::str::from_utf8(digits).ok()?.parse::<u32>().ok()?);
+            }
+            b"--socket" | b"--server-uid" | b"--help" | b"--version" | b"-V" => return None,
+            _ if OWN_VALUE_FLAGS.iter().any(|flag| flag.as_bytes() == name) => return None,
+            b"--cat-blob-fd" if inline.is_none() => {
+                let mut joined = b"--cat-blob-fd=".to_vec();
+                joined.extend_from_slice(args.next()?.as_bytes());
+                fast_import.push(joined);
+            }
+            _ => fast_import.push(bytes.to_vec()),
+        }
+    }
+    Some(ConnectArgs { cli: ConnectCli { socket: socket?, server_uid }, fast_import })
 }
 
 /// Prints a `cat-blobd serve` daemon's live counters, one `<name> <value>` per line.
@@ -302,6 +343,40 @@ mod tests {
         assert!(parse_connect([OsString::from("--quiet")]).is_err(), "--socket is required");
         let daemon_setting = parse_connect(["--socket=/s", "--threads", "2"].into_iter().map(OsString::from));
         assert!(daemon_setting.is_err(), "--threads is the daemon's setting");
+    }
+
+    /// The hand-read command lines are read as clap reads them; the others are left to clap.
+    #[test]
+    fn connect_by_hand_agrees_with_clap() {
+        // (command line, read by hand)
+        let cases: &[(&[&str], bool)] = &[
+            (&["--socket", "/s"], true),
+            (&["--socket=/s", "--quiet", "--cat-blob-fd", "3", "--export-marks=m=x", "-h", "positional"], true),
+            (&["--quiet", "--server-uid", "7", "--socket", "/s", "--done"], true),
+            (&["--server-uid=0", "--socket=/s"], true),
+            (&["--socket"], false),
+            (&["--socket="], false),
+            (&["--socket=/a", "--socket=/b"], false),
+            (&["--server-uid=x", "--socket=/s"], false),
+            (&["--server-uid=+1", "--socket=/s"], false),
+            (&["--server-uid=99999999999", "--socket=/s"], false),
+            (&["--socket=/s", "--threads=2"], false),
+            (&["--socket=/s", "--help"], false),
+            (&["--socket=/s", "--version"], false),
+            (&["--quiet"], false),
+            (&["--socket=/s", "--cat-blob-fd"], false),
+        ];
+        for (case, expect_by_hand) in cases {
+            let args: Vec<OsString> = case.iter().map(OsString::from).collect();
+            let by_hand = parse_connect_by_hand(&args);
+            assert_eq!(by_hand.is_some(), *expect_by_hand, "{case:?}");
+            if let Some(by_hand) = by_hand {
+                let by_clap = parse_connect_with_clap(args).unwrap_or_else(|err| panic!("{case:?}: clap: {err}"));
+                assert_eq!(by_hand.cli.socket, by_clap.cli.socket, "{case:?}");
+                assert_eq!(by_hand.cli.server_uid, by_clap.cli.server_uid, "{case:?}");
+                assert_eq!(by_hand.fast_import, by_clap.fast_import, "{case:?}");
+            }
+        }
     }
 
     #[test]
