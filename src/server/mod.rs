@@ -29,6 +29,7 @@ pub mod listener;
 pub mod log;
 pub mod peer;
 pub mod protocol;
+mod relay;
 pub mod shutdown;
 mod slots;
 mod stats;
