@@ -185,6 +185,14 @@ pub struct ServeCli {
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_seconds)]
     pub hello_timeout: std::time::Duration,
 
+    /// Marks one stream may define (about 100 bytes each); a stream that defines more dies with `fatal:`.
+    #[arg(long, value_name = "N", default_value_t = 10_000_000)]
+    pub max_marks: usize,
+
+    /// Marks all open streams together may hold; the stream that would pass it dies with `fatal:`.
+    #[arg(long, value_name = "N", default_value_t = 20_000_000)]
+    pub max_marks_total: usize,
+
     /// One line per connection on stderr: `text` (key=value) or `json`.
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     pub log_format: crate::server::log::LogFormat,

@@ -100,6 +100,8 @@ mod daemon {
             allow_uids: args.allow_uid,
             grace: args.grace,
             hello_timeout: args.hello_timeout,
+            max_marks: args.max_marks,
+            max_marks_total: args.max_marks_total,
             log_format: args.log_format,
             session,
         };

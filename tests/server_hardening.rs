@@ -596,3 +596,41 @@ fn hardening_sighup_and_sigquit_stop_the_daemon_cleanly() {
     assert!(daemon.log().contains("cut=1 abandoned=0"), "{}", daemon.log());
     assert!(reply(&conn).is_empty(), "the cut stream ends");
 }
+
+/// `blob` commands defining marks `from..=to`.
+fn marks_stream(from: u64, to: u64) -> Vec<u8> {
+    (from..=to).flat_map(|mark| format!("blob\nmark :{mark}\ndata 1\n{}\n", mark % 10).into_bytes()).collect()
+}
+
+/// Marks are capped per stream (--max-marks) and for all streams together (--max-marks-total): the stream that
+/// passes a cap dies with a `fatal:` line that names the flag; a stream's marks are given back when it ends.
+#[test]
+fn hardening_marks_are_capped_per_stream_and_in_all() {
+    let fixture = Fixture::Basic;
+    let daemon = Daemon::start(&fixture.git_dir(), &["--max-marks", "3", "--max-marks-total", "5"]);
+    let over = connect(&daemon.socket, &marks_stream(1, 4), false, &[]);
+    assert_eq!(over.status.code(), Some(128), "{}", over.describe());
+    assert_eq!(
+        String::from_utf8(over.stderr).unwrap(),
+        "fatal: too many marks: a stream may define at most 3 over the cat-blobd daemon (--max-marks)\n"
+    );
+    // A stream holding 3 marks stays open while another defines 3 more: the fifth fits, the sixth does not.
+    let holder = UnixStream::connect(&daemon.socket).unwrap();
+    (&holder).write_all(&marks_stream(1, 3)).unwrap();
+    (&holder).write_all(b"progress holding\n").unwrap();
+    let mut line = [0u8; 17];
+    holder.set_read_timeout(Some(WAIT)).unwrap();
+    (&holder).read_exact(&mut line).unwrap();
+    assert_eq!(daemon.stat("marks_held"), 3);
+    let shared = connect(&daemon.socket, &marks_stream(1, 3), false, &[]);
+    assert_eq!(shared.status.code(), Some(128), "{}", shared.describe());
+    assert_eq!(
+        String::from_utf8(shared.stderr).unwrap(),
+        "fatal: too many marks: the cat-blobd daemon holds 5 marks for all its streams (--max-marks-total)\n"
+    );
+    holder.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(reply(&holder).is_empty());
+    daemon.wait_for_stat("marks_held", 0);
+    let fits = connect(&daemon.socket, &marks_stream(1, 3), false, &[]);
+    assert!(fits.status.success(), "{}", fits.describe());
+}

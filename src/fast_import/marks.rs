@@ -3,7 +3,8 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::fatal::Bytes;
 use crate::git_compat::strerror::strerror;
@@ -21,20 +22,61 @@ pub enum MarksError {
     CannotRead { path: PathBuf, message: String },
     #[error("object not found: {0}")]
     ObjectNotFound(ObjectId),
+    #[error("too many marks: a stream may define at most {0} over the cat-blobd daemon (--max-marks)")]
+    TooMany(usize),
+    #[error("too many marks: the cat-blobd daemon holds {0} marks for all its streams (--max-marks-total)")]
+    TooManyInAll(usize),
+}
+
+/// How many marks a stream may hold: a cap of its own, and a count shared by every stream of the process (a
+/// server's) with a cap on that. `None` is no cap, as in git (the one-shot binary).
+#[derive(Debug, Clone, Default)]
+pub struct MarkLimits {
+    pub per_stream: Option<usize>,
+    pub shared: Option<(Arc<AtomicUsize>, usize)>,
 }
 
 /// The marks of one stream.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct Marks {
     table: HashMap<u64, ObjectId>,
+    limits: MarkLimits,
+}
+
+impl Drop for Marks {
+    fn drop(&mut self) {
+        if let Some((count, _)) = &self.limits.shared {
+            count.fetch_sub(self.table.len(), Ordering::Relaxed);
+        }
+    }
 }
 
 impl Marks {
-    /// Defines or redefines a mark. Mark 0 is never stored (git only inserts `if (mark)`).
-    pub fn insert(&mut self, mark: u64, id: ObjectId) {
-        if mark != 0 {
-            self.table.insert(mark, id);
+    pub fn with_limits(limits: MarkLimits) -> Marks {
+        Marks { table: HashMap::new(), limits }
+    }
+
+    /// Defines or redefines a mark. Mark 0 is never stored (git only inserts `if (mark)`). A new mark past the
+    /// limits is refused (the table is what grows without bound: about 100 bytes a mark).
+    pub fn insert(&mut self, mark: u64, id: ObjectId) -> Result<(), MarksError> {
+        if mark == 0 {
+            return Ok(());
         }
+        if let Some(slot) = self.table.get_mut(&mark) {
+            *slot = id;
+            return Ok(());
+        }
+        if let Some(most) = self.limits.per_stream.filter(|most| self.table.len() >= *most) {
+            return Err(MarksError::TooMany(most));
+        }
+        if let Some((count, most)) = &self.limits.shared
+            && count.fetch_add(1, Ordering::Relaxed) >= *most
+        {
+            count.fetch_sub(1, Ordering::Relaxed);
+            return Err(MarksError::TooManyInAll(*most));
+        }
+        self.table.insert(mark, id);
+        Ok(())
     }
 
     pub fn get(&self, mark: u64) -> Option<ObjectId> {
@@ -66,8 +108,7 @@ impl Marks {
             if !exists(&id) {
                 return Err(MarksError::ObjectNotFound(id));
             }
-            self.insert(mark, id);
-            Ok(())
+            self.insert(mark, id)
         })?;
         Ok(true)
     }
@@ -327,7 +368,7 @@ mod tests {
         let path = dir.path().join("sub").join("m");
         let id = ObjectId::from_hex(HEX.as_bytes()).unwrap();
         let mut marks = Marks::default();
-        marks.insert(1, id);
+        marks.insert(1, id).unwrap();
         marks.export(&path).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), format!(":1 {HEX}\n").into_bytes());
         // The target is a non-empty directory: the rename fails, and the lock file goes.
@@ -338,11 +379,31 @@ mod tests {
     }
 
     #[test]
+    fn marks_past_a_streams_cap_or_the_shared_cap_are_refused() {
+        let id = ObjectId::from_hex(HEX.as_bytes()).unwrap();
+        let shared = Arc::new(AtomicUsize::new(0));
+        let limits = MarkLimits { per_stream: Some(2), shared: Some((Arc::clone(&shared), 3)) };
+        let mut first = Marks::with_limits(limits.clone());
+        first.insert(1, id).unwrap();
+        first.insert(2, id).unwrap();
+        first.insert(2, id).unwrap();
+        first.insert(0, id).unwrap();
+        assert_eq!(first.insert(3, id).unwrap_err().to_string(), MarksError::TooMany(2).to_string());
+        let mut second = Marks::with_limits(limits);
+        second.insert(1, id).unwrap();
+        assert!(matches!(second.insert(2, id), Err(MarksError::TooManyInAll(3))));
+        assert_eq!(shared.load(Ordering::Relaxed), 3);
+        drop(first);
+        assert_eq!(shared.load(Ordering::Relaxed), 1, "a stream's marks are given back when it ends");
+        second.insert(2, id).unwrap();
+    }
+
+    #[test]
     fn export_is_sorted_and_round_trips() {
         let id = ObjectId::from_hex(HEX.as_bytes()).unwrap();
         let mut marks = Marks::default();
         for mark in [10, 2, 0, 1000000, 1] {
-            marks.insert(mark, id);
+            marks.insert(mark, id).unwrap();
         }
         let bytes = marks.export_bytes();
         assert!(bytes.starts_with(format!(":1 {HEX}\n:2 {HEX}\n:10 {HEX}\n").as_bytes()));

@@ -38,7 +38,7 @@ use std::collections::HashMap;
 use std::io;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -46,7 +46,7 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 
 use crate::fast_import::SessionConfig;
-use crate::fast_import::marks::EXPORTS;
+use crate::fast_import::marks::{EXPORTS, MarkLimits};
 use crate::store::Store;
 use crate::store::cache::SharedCache;
 use accept::Acceptor;
@@ -91,6 +91,9 @@ pub struct ServerConfig {
     pub grace: Duration,
     /// How long a client may take to say what it is (its first byte, or its whole `connect` hello).
     pub hello_timeout: Duration,
+    /// Marks one stream may hold, and all streams together (each about 100 bytes).
+    pub max_marks: usize,
+    pub max_marks_total: usize,
     pub log_format: LogFormat,
     /// The settings of every stream. `shared_cache` is the delta-base cache all connections share (one of
     /// `delta_cache_size` bytes is made if it is `None`); `fast_import_args` are replaced by each client's flags.
@@ -147,8 +150,13 @@ pub struct Server {
 
 impl Server {
     /// Binds the socket (see [`listener::bind`]); nothing is accepted before [`Server::run`].
-    pub fn bind(config: ServerConfig, store: Arc<Store>) -> Result<Server, ServerError> {
+    pub fn bind(mut config: ServerConfig, store: Arc<Store>) -> Result<Server, ServerError> {
         let cache = config.session.cache.clone();
+        let marks_held = Arc::new(AtomicUsize::new(0));
+        config.session.mark_limits = MarkLimits {
+            per_stream: Some(config.max_marks),
+            shared: Some((Arc::clone(&marks_held), config.max_marks_total)),
+        };
         let (listener, socket) = listener::bind(&config.socket, config.socket_mode)?;
         let max_connections = config.max_connections.max(1);
         let state = State {
@@ -156,7 +164,7 @@ impl Server {
             cache,
             session: config.session,
             access: Access::for_this_process(config.allow_uids),
-            counters: Counters::default(),
+            counters: Counters { marks_held, ..Counters::default() },
             log: Logger::new(config.log_format).map_err(ServerError::Setup)?,
             started: Instant::now(),
             hello_timeout: config.hello_timeout,
