@@ -6,6 +6,11 @@
 #   plain    the same daemon, one plain socket connection per stream from one long-lived client (python3), as a
 #            service that keeps running would use it: no process is started per stream
 #   floor    `/bin/true` per stream: what starting any process costs here, the floor under the first three
+# and, to see where `connect`'s own start-up goes:
+#   version  `cat-blobd --version`: starting the binary, plus clap building the one-shot command line
+#   nodaemon `cat-blobd connect` on a socket path that does not exist: starting the binary, parsing connect's
+#            flags, collecting its fds, failing to connect
+# plus, once, the dynamic loader's own statistics (LD_DEBUG=statistics: relocations and time in ld.so).
 # and prints, for each, the total time and p50/p99 per stream (for the first three a stream's time includes
 # starting its process, as a frontend pays it), then the ratios. Each way is checked to give the same bytes as
 # git on the first streams.
@@ -105,9 +110,10 @@ done
 measure() {
     local way=$1
     shift
-    python3 - "$work" "$streams" "$@" >"$work/times.$way" <<'PY'
+    MEASURE_STATUS=${MEASURE_STATUS:-0} python3 - "$work" "$streams" "$@" >"$work/times.$way" <<'PY'
 import os, sys, time
 work, streams, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+expected = int(os.environ["MEASURE_STATUS"])
 null = os.open("/dev/null", os.O_WRONLY)
 times = []
 for s in list(range(20)) + list(range(streams)):
@@ -118,10 +124,15 @@ for s in list(range(20)) + list(range(streams)):
     _, status = os.waitpid(pid, 0)
     times.append((time.perf_counter_ns() - t0) // 1000)
     os.close(stream)
-    if status != 0:
+    if os.waitstatus_to_exitcode(status) != expected:
         sys.exit(f"{argv}: stream {s} exited with status {status}")
 print("\n".join(map(str, times[20:])))
 PY
+}
+
+# A way that is meant to fail (exit 128), as `connect` without a daemon does.
+measure_failing() {
+    MEASURE_STATUS=128 measure "$@" 2>/dev/null
 }
 
 measure_plain() {
@@ -160,9 +171,14 @@ measure daemon "$CAT_BLOBD" connect --socket "$work/socket" --quiet --cat-blob-f
 GIT_DIR=$work/oracle.git measure git "$git" fast-import --quiet --cat-blob-fd=3
 measure fresh "$CAT_BLOBD" --git-dir "$git_dir" --quiet --cat-blob-fd=3
 measure floor "$(type -P true)"
+measure version "$CAT_BLOBD" --version
+measure_failing nodaemon "$CAT_BLOBD" connect --socket "$work/no-such-socket" --quiet
 measure_plain
+echo "dynamic loader, one run of connect:"
+LD_DEBUG=statistics "$CAT_BLOBD" connect --socket "$work/socket" --quiet --cat-blob-fd=3 <"$work/streams/0" \
+    3>/dev/null 2>&1 >/dev/null | sed -n 's/^ *[0-9]*: *//p' | grep -E 'total startup time|relocations' || true
 printf '%-8s %12s %10s %10s\n' way total_ms p50_ms p99_ms
-for way in daemon git fresh plain floor; do
+for way in daemon git fresh plain floor version nodaemon; do
     read -r total p50 p99 < <(summary "$way")
     printf '%-8s %12s %10s %10s\n' "$way" "$total" "$p50" "$p99"
     eval "total_$way=$total p50_$way=$p50"

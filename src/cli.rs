@@ -1,8 +1,8 @@
 //! The command line. cat-blobd's own flags go through clap; every other `--flag` is git fast-import's and is
 //! kept, in order, for the session to apply lazily exactly as git's `parse_argv` does (after the stream's
 //! leading `feature`/`option` lines), so cat-blobd can take `git fast-import`'s place in a pipeline.
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStringExt;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
 use clap::Parser;
@@ -163,7 +163,8 @@ pub struct ServeCli {
     #[arg(long, value_name = "MODE", default_value = "0600", value_parser = parse_mode)]
     pub socket_mode: u32,
 
-    /// Streams served at once; further clients wait in the accept backlog.
+    /// Streams served at once; further streams wait for a slot (connections that have not said what they are, and
+    /// `stats`, take none).
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub max_connections: usize,
 
@@ -179,6 +180,19 @@ pub struct ServeCli {
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_seconds)]
     pub grace: std::time::Duration,
 
+    /// Seconds a client may take to say what it is (its first byte, or its whole `connect` hello); a client that
+    /// says nothing in time gets a `fatal:` line and is closed.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_seconds)]
+    pub hello_timeout: std::time::Duration,
+
+    /// Marks one stream may define (about 100 bytes each); a stream that defines more dies with `fatal:`.
+    #[arg(long, value_name = "N", default_value_t = 10_000_000)]
+    pub max_marks: usize,
+
+    /// Marks all open streams together may hold; the stream that would pass it dies with `fatal:`.
+    #[arg(long, value_name = "N", default_value_t = 20_000_000)]
+    pub max_marks_total: usize,
+
     /// One line per connection on stderr: `text` (key=value) or `json`.
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     pub log_format: crate::server::log::LogFormat,
@@ -189,8 +203,8 @@ pub struct ServeCli {
 
 /// Runs one fast-import stream through a `cat-blobd serve` daemon, as a drop-in for `cat-blobd`.
 ///
-/// Hands this process's stdin, stdout, stderr, its open fds 3..=9 (and the one --cat-blob-fd names) and its
-/// working directory to the daemon, which runs the stream straight on them; exits with the stream's status.
+/// Hands this process's stdin, stdout, stderr (and the fd --cat-blob-fd names) and its working directory to the
+/// daemon, which runs the stream straight on them; exits with the stream's status.
 /// The repository and cat-blobd's own settings are the daemon's.
 #[derive(Debug, Parser)]
 #[command(
@@ -202,6 +216,11 @@ pub struct ConnectCli {
     /// The daemon's socket.
     #[arg(long, value_name = "PATH")]
     pub socket: PathBuf,
+
+    /// Trust a daemon running as this uid (by default only this process's own uid and root are: the daemon gets
+    /// this process's stdin, stdout, stderr and working directory).
+    #[arg(long, value_name = "UID")]
+    pub server_uid: Option<u32>,
 }
 
 /// `cat-blobd connect`'s command line: the socket, and git fast-import's flags in order.
@@ -211,12 +230,53 @@ pub struct ConnectArgs {
     pub fast_import: Vec<Vec<u8>>,
 }
 
-/// Splits `cat-blobd connect`'s arguments (after the word `connect`).
+/// Splits `cat-blobd connect`'s arguments (after the word `connect`). The usual command line (`--socket`, perhaps
+/// `--server-uid`, and git's flags) is read by hand: building clap's parser is most of what `connect` itself costs
+/// before its hello (see `benches/daemon.sh`). Anything else (`--help`, `--version`, one of the daemon's own flags,
+/// a missing, repeated or empty value) goes through clap, for its messages.
 pub fn parse_connect(args: impl IntoIterator<Item = OsString>) -> Result<ConnectArgs, clap::Error> {
+    let args: Vec<OsString> = args.into_iter().collect();
+    if let Some(parsed) = parse_connect_by_hand(&args) {
+        return Ok(parsed);
+    }
+    parse_connect_with_clap(args)
+}
+
+fn parse_connect_with_clap(args: Vec<OsString>) -> Result<ConnectArgs, clap::Error> {
     // cat-blobd's own flags go to clap too, which refuses them: they are the daemon's settings.
-    let own_flags: Vec<&str> = OWN_VALUE_FLAGS.iter().copied().chain(["--socket"]).collect();
+    let own_flags: Vec<&str> = OWN_VALUE_FLAGS.iter().copied().chain(["--socket", "--server-uid"]).collect();
     let (own, fast_import) = split("cat-blobd connect", args, &own_flags);
     Ok(ConnectArgs { cli: ConnectCli::try_parse_from(own)?, fast_import })
+}
+
+/// What [`parse_connect_with_clap`] gives for a command line it accepts, or `None` to let clap decide.
+fn parse_connect_by_hand(args: &[OsString]) -> Option<ConnectArgs> {
+    let (mut socket, mut server_uid, mut fast_import) = (None, None, Vec::new());
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let bytes = arg.as_bytes();
+        let (name, inline) = match bytes.iter().position(|&b| b == b'=') {
+            Some(at) => (&bytes[..at], Some(&bytes[at + 1..])),
+            None => (bytes, None),
+        };
+        let mut value = || inline.or_else(|| args.next().map(|next| next.as_bytes())).filter(|v| !v.is_empty());
+        match name {
+            b"--socket" if socket.is_none() => socket = Some(PathBuf::from(OsStr::from_bytes(value()?))),
+            b"--server-uid" if server_uid.is_none() => {
+                let digits = value().filter(|v| v.iter().all(u8::is_ascii_digit))?;
+                server_uid = Some(std::str::from_utf8(digits).ok()?.parse::<u32>().ok()?);
+            }
+            b"--socket" | b"--server-uid" | b"--help" | b"--version" | b"-V" => return None,
+            _ if OWN_VALUE_FLAGS.iter().any(|flag| flag.as_bytes() == name) => return None,
+            b"--cat-blob-fd" if inline.is_none() => {
+                let mut joined = b"--cat-blob-fd=".to_vec();
+                joined.extend_from_slice(args.next()?.as_bytes());
+                fast_import.push(joined);
+            }
+            _ => fast_import.push(bytes.to_vec()),
+        }
+    }
+    Some(ConnectArgs { cli: ConnectCli { socket: socket?, server_uid }, fast_import })
 }
 
 /// Prints a `cat-blobd serve` daemon's live counters, one `<name> <value>` per line.
@@ -291,6 +351,40 @@ mod tests {
         assert!(parse_connect([OsString::from("--quiet")]).is_err(), "--socket is required");
         let daemon_setting = parse_connect(["--socket=/s", "--threads", "2"].into_iter().map(OsString::from));
         assert!(daemon_setting.is_err(), "--threads is the daemon's setting");
+    }
+
+    /// The hand-read command lines are read as clap reads them; the others are left to clap.
+    #[test]
+    fn connect_by_hand_agrees_with_clap() {
+        // (command line, read by hand)
+        let cases: &[(&[&str], bool)] = &[
+            (&["--socket", "/s"], true),
+            (&["--socket=/s", "--quiet", "--cat-blob-fd", "3", "--export-marks=m=x", "-h", "positional"], true),
+            (&["--quiet", "--server-uid", "7", "--socket", "/s", "--done"], true),
+            (&["--server-uid=0", "--socket=/s"], true),
+            (&["--socket"], false),
+            (&["--socket="], false),
+            (&["--socket=/a", "--socket=/b"], false),
+            (&["--server-uid=x", "--socket=/s"], false),
+            (&["--server-uid=+1", "--socket=/s"], false),
+            (&["--server-uid=99999999999", "--socket=/s"], false),
+            (&["--socket=/s", "--threads=2"], false),
+            (&["--socket=/s", "--help"], false),
+            (&["--socket=/s", "--version"], false),
+            (&["--quiet"], false),
+            (&["--socket=/s", "--cat-blob-fd"], false),
+        ];
+        for (case, expect_by_hand) in cases {
+            let args: Vec<OsString> = case.iter().map(OsString::from).collect();
+            let by_hand = parse_connect_by_hand(&args);
+            assert_eq!(by_hand.is_some(), *expect_by_hand, "{case:?}");
+            if let Some(by_hand) = by_hand {
+                let by_clap = parse_connect_with_clap(args).unwrap_or_else(|err| panic!("{case:?}: clap: {err}"));
+                assert_eq!(by_hand.cli.socket, by_clap.cli.socket, "{case:?}");
+                assert_eq!(by_hand.cli.server_uid, by_clap.cli.server_uid, "{case:?}");
+                assert_eq!(by_hand.fast_import, by_clap.fast_import, "{case:?}");
+            }
+        }
     }
 
     #[test]

@@ -69,11 +69,11 @@ mod daemon {
     use cat_blobd::settings::{self, Assembled, Environment, Use};
 
     /// `cat-blobd serve`. SIGPIPE stays ignored (as the Rust runtime sets it): a client that goes away ends its
-    /// own stream with EPIPE, never the daemon. SIGTERM and SIGINT are blocked before any thread exists and taken
-    /// by the signal thread.
+    /// own stream with EPIPE, never the daemon. SIGTERM, SIGINT, SIGHUP and SIGQUIT are blocked before any thread
+    /// exists and taken by the signal thread.
     pub fn serve_main(args: impl Iterator<Item = OsString>) -> ExitCode {
         if let Err(err) = shutdown::block_termination_signals() {
-            print_fatal(&format!("cannot block SIGTERM and SIGINT: {err}"));
+            print_fatal(&format!("cannot block the termination signals: {err}"));
             return ExitCode::from(128);
         }
         let args = match ServeCli::try_parse_from(std::iter::once(OsString::from("cat-blobd serve")).chain(args)) {
@@ -99,6 +99,9 @@ mod daemon {
             refuse_when_full: args.refuse_when_full,
             allow_uids: args.allow_uid,
             grace: args.grace,
+            hello_timeout: args.hello_timeout,
+            max_marks: args.max_marks,
+            max_marks_total: args.max_marks_total,
             log_format: args.log_format,
             session,
         };
@@ -118,7 +121,7 @@ mod daemon {
             Ok(args) => args,
             Err(err) => return usage_error(err),
         };
-        match client::connect(&args.cli.socket, args.fast_import) {
+        match client::connect(&args.cli.socket, args.cli.server_uid, args.fast_import) {
             Ok(Reply::Exit(status)) => ExitCode::from(status),
             Ok(Reply::Signal(signal)) => {
                 if signal == SIGPIPE {

@@ -114,6 +114,7 @@ pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<Assembl
         engine: engine_config(cli, usage),
         may_name_files: true,
         live: None,
+        mark_limits: Default::default(),
     };
     Ok(Assembled { repo, store, stream })
 }

@@ -20,14 +20,14 @@ use crate::util::{
 };
 
 /// Longest any single wait in these tests may take before the test fails.
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 // ---------------------------------------------------------------------------------------------------------------
 // The daemon as a child process
 
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
+pub(crate) struct Daemon {
+    pub(crate) child: Child,
+    pub(crate) socket: PathBuf,
     log: Arc<Mutex<Vec<u8>>>,
     /// Copies the daemon's stderr into `log`; ends at EOF, which `wait` waits for so the log is complete.
     log_reader: Option<thread::JoinHandle<()>>,
@@ -36,7 +36,7 @@ struct Daemon {
 
 impl Daemon {
     /// `cat-blobd serve` on `fixture`'s git dir, with a socket in a fresh scratch directory.
-    fn start(git_dir: &Path, extra: &[&str]) -> Daemon {
+    pub(crate) fn start(git_dir: &Path, extra: &[&str]) -> Daemon {
         let dir = TempDir::new("daemon");
         let mut daemon = Daemon::spawn(&dir.path().join("socket"), git_dir, extra);
         daemon._dir = Some(dir);
@@ -44,10 +44,27 @@ impl Daemon {
         daemon
     }
 
-    fn spawn(socket: &Path, git_dir: &Path, extra: &[&str]) -> Daemon {
+    pub(crate) fn spawn(socket: &Path, git_dir: &Path, extra: &[&str]) -> Daemon {
+        Daemon::spawn_with(socket, git_dir, extra, |_| {})
+    }
+
+    /// [`Daemon::spawn`], with `configure` changing the command before it starts (uid, limits, a wrapper).
+    pub(crate) fn spawn_with(
+        socket: &Path,
+        git_dir: &Path,
+        extra: &[&str],
+        configure: impl FnOnce(&mut Command),
+    ) -> Daemon {
         let mut cmd = Command::new(CAT_BLOBD);
         clean_git_env(&mut cmd);
         cmd.arg("serve").arg("--socket").arg(socket).arg("--git-dir").arg(git_dir).args(extra);
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        configure(&mut cmd);
+        Daemon::from_command(cmd, socket)
+    }
+
+    /// Starts `cmd` (a `cat-blobd serve` on `socket`, perhaps behind a wrapper) with its stderr piped to the log.
+    pub(crate) fn from_command(mut cmd: Command, socket: &Path) -> Daemon {
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn cat-blobd serve");
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -65,16 +82,16 @@ impl Daemon {
         Daemon { child, socket: socket.to_owned(), log, log_reader: Some(log_reader), _dir: None }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         String::from_utf8(self.log.lock().unwrap().clone()).expect("the log is UTF-8")
     }
 
     /// Waits until the log contains `needle`; fails if the daemon exits or `WAIT` passes first.
-    fn wait_for_log(&mut self, needle: &str) {
+    pub(crate) fn wait_for_log(&mut self, needle: &str) {
         self.wait_for_log_count(needle, 1);
     }
 
-    fn wait_for_log_count(&mut self, needle: &str, count: usize) {
+    pub(crate) fn wait_for_log_count(&mut self, needle: &str, count: usize) {
         let start = Instant::now();
         while self.log().matches(needle).count() < count {
             if self.child.try_wait().expect("try_wait").is_some() {
@@ -90,13 +107,13 @@ impl Daemon {
         }
     }
 
-    fn signal(&self, signal: rustix::process::Signal) {
+    pub(crate) fn signal(&self, signal: rustix::process::Signal) {
         let pid = rustix::process::Pid::from_child(&self.child);
         rustix::process::kill_process(pid, signal).expect("signal the daemon");
     }
 
     /// Waits for the daemon to exit by itself, then for the last of its stderr to reach `log`.
-    fn wait(&mut self) -> ExitStatus {
+    pub(crate) fn wait(&mut self) -> ExitStatus {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
@@ -111,7 +128,7 @@ impl Daemon {
     }
 
     /// The daemon's `stats` answer as (name, value) pairs.
-    fn stats(&self) -> Vec<(String, String)> {
+    pub(crate) fn stats(&self) -> Vec<(String, String)> {
         let out = Command::new(CAT_BLOBD).arg("stats").arg("--socket").arg(&self.socket).output().expect("stats");
         assert!(out.status.success(), "cat-blobd stats: {} {}", out.status, escape(&out.stderr));
         String::from_utf8(out.stdout)
@@ -124,14 +141,14 @@ impl Daemon {
             .collect()
     }
 
-    fn stat(&self, name: &str) -> u64 {
+    pub(crate) fn stat(&self, name: &str) -> u64 {
         let stats = self.stats();
         let value = stats.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no {name} in {stats:?}"));
         value.1.parse().expect("a number")
     }
 
     /// Polls `stats` until `name` has `value`.
-    fn wait_for_stat(&self, name: &str, value: u64) {
+    pub(crate) fn wait_for_stat(&self, name: &str, value: u64) {
         let start = Instant::now();
         while self.stat(name) != value {
             assert!(start.elapsed() < WAIT, "{name} never became {value}: {:?}\n{}", self.stats(), self.log());
@@ -153,7 +170,7 @@ impl Drop for Daemon {
 // Clients
 
 /// `cat-blobd connect --socket SOCKET EXTRA…` with a piped stdin, for tests that drive the frontend's side by hand.
-fn spawn_connect(socket: &Path, extra: &[&str], stdout: Stdio, stderr: Stdio) -> Child {
+pub(crate) fn spawn_connect(socket: &Path, extra: &[&str], stdout: Stdio, stderr: Stdio) -> Child {
     Command::new(CAT_BLOBD)
         .arg("connect")
         .args(extra)
@@ -167,7 +184,7 @@ fn spawn_connect(socket: &Path, extra: &[&str], stdout: Stdio, stderr: Stdio) ->
 }
 
 /// A plain client: writes `stream` on the socket (from its own thread), half-closes, reads everything to EOF.
-fn plain(socket: &Path, stream: Vec<u8>) -> Vec<u8> {
+pub(crate) fn plain(socket: &Path, stream: Vec<u8>) -> Vec<u8> {
     let conn = UnixStream::connect(socket).expect("connect to the daemon");
     conn.set_read_timeout(Some(WAIT)).unwrap();
     let mut writer = conn.try_clone().unwrap();
@@ -185,7 +202,7 @@ fn plain(socket: &Path, stream: Vec<u8>) -> Vec<u8> {
 
 /// `cat-blobd connect --socket S --quiet [--cat-blob-fd=3] <extra>` on `stream`, through the util harness (so fd 3
 /// is captured exactly as for a direct run).
-fn connect(socket: &Path, stream: &[u8], fd3: bool, extra: &[&str]) -> Output {
+pub(crate) fn connect(socket: &Path, stream: &[u8], fd3: bool, extra: &[&str]) -> Output {
     let mut run = crate::util::Run::new(CAT_BLOBD).arg("connect").arg("--socket").arg(socket).arg("--quiet");
     for arg in extra {
         run = run.arg(arg);
@@ -197,7 +214,7 @@ fn connect(socket: &Path, stream: &[u8], fd3: bool, extra: &[&str]) -> Output {
 }
 
 /// `cat-blobd --quiet` run directly on `fixture` with the same flags.
-fn direct(fixture: Fixture, stream: &[u8], fd3: bool, extra: &[&str]) -> Output {
+pub(crate) fn direct(fixture: Fixture, stream: &[u8], fd3: bool, extra: &[&str]) -> Output {
     let mut run = crate::util::Run::cat_blobd_on(fixture);
     for arg in extra {
         run = run.arg(arg);
@@ -208,12 +225,22 @@ fn direct(fixture: Fixture, stream: &[u8], fd3: bool, extra: &[&str]) -> Output 
     run.stdin(stream).run()
 }
 
+/// Joins `thread`, failing the test if it has not finished within `limit`.
+pub(crate) fn join_within<T>(thread: JoinHandle<T>, limit: Duration, what: &str) -> T {
+    let start = Instant::now();
+    while !thread.is_finished() {
+        assert!(start.elapsed() < limit, "{what}: not done within {limit:?}");
+        thread::sleep(Duration::from_millis(5));
+    }
+    thread.join().expect(what)
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Streams
 
 /// A stream of every kind of read command, different for each `seed`: `cat-blob` by id (present, big, missing)
 /// and by mark, blobs defined in the stream, `get-mark`, `ls` (plain and C-quoted paths), `progress`.
-fn mixed_stream(seed: u64) -> Vec<u8> {
+pub(crate) fn mixed_stream(seed: u64) -> Vec<u8> {
     let fixture = Fixture::Basic;
     let blobs = cached_blobs(fixture);
     let commit = rev_parse(fixture, "HEAD");
@@ -250,7 +277,7 @@ fn cached_blobs(fixture: Fixture) -> Vec<String> {
     BASIC.get_or_init(|| blobs(Fixture::Basic)).clone()
 }
 
-fn five_mib() -> String {
+pub(crate) fn five_mib() -> String {
     rev_parse(Fixture::Basic, "HEAD:five-mib.bin")
 }
 
@@ -582,7 +609,11 @@ fn server_replaces_a_stale_socket_but_never_steals_a_live_one() {
     let mut second = Daemon::spawn(&socket, &fixture.git_dir(), &[]);
     let status = second.wait();
     assert_eq!(status.code(), Some(128), "{}", second.log());
-    assert!(second.log().starts_with("fatal: another cat-blobd daemon is listening on"), "{}", second.log());
+    assert!(
+        second.log().starts_with("fatal: another cat-blobd daemon is starting or listening on"),
+        "{}",
+        second.log()
+    );
     assert_bytes_eq("first daemon after the second tried", &expected, &plain(&socket, stream));
 
     // A file that is not a socket is never removed.

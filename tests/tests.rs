@@ -12,4 +12,5 @@ mod interactive;
 mod ls;
 mod pinned;
 mod server;
+mod server_hardening;
 mod util;

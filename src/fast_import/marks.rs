@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::fatal::Bytes;
 use crate::git_compat::strerror::strerror;
@@ -20,20 +22,61 @@ pub enum MarksError {
     CannotRead { path: PathBuf, message: String },
     #[error("object not found: {0}")]
     ObjectNotFound(ObjectId),
+    #[error("too many marks: a stream may define at most {0} over the cat-blobd daemon (--max-marks)")]
+    TooMany(usize),
+    #[error("too many marks: the cat-blobd daemon holds {0} marks for all its streams (--max-marks-total)")]
+    TooManyInAll(usize),
+}
+
+/// How many marks a stream may hold: a cap of its own, and a count shared by every stream of the process (a
+/// server's) with a cap on that. `None` is no cap, as in git (the one-shot binary).
+#[derive(Debug, Clone, Default)]
+pub struct MarkLimits {
+    pub per_stream: Option<usize>,
+    pub shared: Option<(Arc<AtomicUsize>, usize)>,
 }
 
 /// The marks of one stream.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub struct Marks {
     table: HashMap<u64, ObjectId>,
+    limits: MarkLimits,
+}
+
+impl Drop for Marks {
+    fn drop(&mut self) {
+        if let Some((count, _)) = &self.limits.shared {
+            count.fetch_sub(self.table.len(), Ordering::Relaxed);
+        }
+    }
 }
 
 impl Marks {
-    /// Defines or redefines a mark. Mark 0 is never stored (git only inserts `if (mark)`).
-    pub fn insert(&mut self, mark: u64, id: ObjectId) {
-        if mark != 0 {
-            self.table.insert(mark, id);
+    pub fn with_limits(limits: MarkLimits) -> Marks {
+        Marks { table: HashMap::new(), limits }
+    }
+
+    /// Defines or redefines a mark. Mark 0 is never stored (git only inserts `if (mark)`). A new mark past the
+    /// limits is refused (the table is what grows without bound: about 100 bytes a mark).
+    pub fn insert(&mut self, mark: u64, id: ObjectId) -> Result<(), MarksError> {
+        if mark == 0 {
+            return Ok(());
         }
+        if let Some(slot) = self.table.get_mut(&mark) {
+            *slot = id;
+            return Ok(());
+        }
+        if let Some(most) = self.limits.per_stream.filter(|most| self.table.len() >= *most) {
+            return Err(MarksError::TooMany(most));
+        }
+        if let Some((count, most)) = &self.limits.shared
+            && count.fetch_add(1, Ordering::Relaxed) >= *most
+        {
+            count.fetch_sub(1, Ordering::Relaxed);
+            return Err(MarksError::TooManyInAll(*most));
+        }
+        self.table.insert(mark, id);
+        Ok(())
     }
 
     pub fn get(&self, mark: u64) -> Option<ObjectId> {
@@ -65,8 +108,7 @@ impl Marks {
             if !exists(&id) {
                 return Err(MarksError::ObjectNotFound(id));
             }
-            self.insert(mark, id);
-            Ok(())
+            self.insert(mark, id)
         })?;
         Ok(true)
     }
@@ -88,8 +130,15 @@ impl Marks {
 
     /// Writes the marks file as git's `dump_marks` does: leading directories created, written to
     /// `<file>.lock` and renamed into place. The error is git's `error:` text (exit status 1 at the end).
+    ///
+    /// Durable, unlike git: the lock file is synced before the rename and the directory after it, so that after a
+    /// crash the old file or the new one is there, complete, never neither. The lock file never outlives a failed
+    /// export, nor a process that stops through [`EXPORTS`].
     pub fn export(&self, path: &Path) -> Result<(), String> {
         let show = |p: &Path| Bytes(p.as_os_str().as_encoded_bytes()).to_string();
+        let Some(_exporting) = EXPORTS.begin() else {
+            return Err(format!("unable to write marks file {}: the process is exiting", show(path)));
+        };
         create_leading_directories(path)
             .map_err(|err| format!("unable to create leading directories of {}: {}", show(path), strerror(&err)))?;
         let mut lock_name = path.as_os_str().to_owned();
@@ -100,13 +149,79 @@ impl Marks {
             .create_new(true)
             .open(&lock)
             .map_err(|err| format!("unable to write marks file {}: {}", show(path), strerror(&err)))?;
-        let written = file.write_all(&self.export_bytes()).and_then(|()| file.sync_data());
+        let written = file.write_all(&self.export_bytes()).and_then(|()| file.sync_all());
         drop(file);
         if let Err(err) = written.and_then(|()| std::fs::rename(&lock, path)) {
             let _ = std::fs::remove_file(&lock);
             return Err(format!("unable to write file {}: {}", show(path), strerror(&err)));
         }
+        // The rename is only durable once the directory is: a failure here leaves the new file in place, and is
+        // as unreportable as git's missing fsync.
+        let _ = sync_directory(path);
         Ok(())
+    }
+}
+
+/// Syncs the directory that holds `path`.
+fn sync_directory(path: &Path) -> io::Result<()> {
+    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Marks exports in progress in this process, so that a process that stops (the daemon) can wait for them
+/// rather than leave a lock file, or nothing, where the marks file was.
+pub static EXPORTS: ExportGate = ExportGate::new();
+
+/// Counts exports in progress; once closed, lets none begin.
+#[derive(Debug)]
+pub struct ExportGate {
+    state: Mutex<(bool, usize)>,
+    idle: Condvar,
+}
+
+/// An export in progress; ends on drop.
+#[derive(Debug)]
+pub struct Exporting<'a>(&'a ExportGate);
+
+impl Drop for Exporting<'_> {
+    fn drop(&mut self) {
+        self.0.lock().1 -= 1;
+        self.0.idle.notify_all();
+    }
+}
+
+impl ExportGate {
+    pub const fn new() -> ExportGate {
+        ExportGate { state: Mutex::new((false, 0)), idle: Condvar::new() }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, (bool, usize)> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// An export may begin, unless the gate is closed.
+    pub fn begin(&self) -> Option<Exporting<'_>> {
+        let mut state = self.lock();
+        if state.0 {
+            return None;
+        }
+        state.1 += 1;
+        Some(Exporting(self))
+    }
+
+    /// Lets no export begin from now on, and waits for those in progress to end.
+    pub fn close_and_wait(&self) {
+        let mut state = self.lock();
+        state.0 = true;
+        while state.1 > 0 {
+            state = self.idle.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+}
+
+impl Default for ExportGate {
+    fn default() -> Self {
+        ExportGate::new()
     }
 }
 
@@ -227,11 +342,68 @@ mod tests {
     }
 
     #[test]
+    fn closing_the_export_gate_waits_for_exports_in_progress_and_lets_none_begin() {
+        let gate = ExportGate::new();
+        let exporting = gate.begin().expect("open");
+        let closed = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let closer = scope.spawn(|| {
+                gate.close_and_wait();
+                closed.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
+            while !gate.lock().0 {
+                std::thread::yield_now();
+            }
+            assert!(!closed.load(std::sync::atomic::Ordering::SeqCst), "an export is still in progress");
+            drop(exporting);
+            closer.join().unwrap();
+        });
+        assert!(closed.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(gate.begin().is_none());
+    }
+
+    #[test]
+    fn a_failed_export_leaves_no_lock_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("m");
+        let id = ObjectId::from_hex(HEX.as_bytes()).unwrap();
+        let mut marks = Marks::default();
+        marks.insert(1, id).unwrap();
+        marks.export(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), format!(":1 {HEX}\n").into_bytes());
+        // The target is a non-empty directory: the rename fails, and the lock file goes.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir_all(path.join("x")).unwrap();
+        assert!(marks.export(&path).is_err());
+        assert!(!dir.path().join("sub").join("m.lock").exists());
+    }
+
+    #[test]
+    fn marks_past_a_streams_cap_or_the_shared_cap_are_refused() {
+        let id = ObjectId::from_hex(HEX.as_bytes()).unwrap();
+        let shared = Arc::new(AtomicUsize::new(0));
+        let limits = MarkLimits { per_stream: Some(2), shared: Some((Arc::clone(&shared), 3)) };
+        let mut first = Marks::with_limits(limits.clone());
+        first.insert(1, id).unwrap();
+        first.insert(2, id).unwrap();
+        first.insert(2, id).unwrap();
+        first.insert(0, id).unwrap();
+        assert_eq!(first.insert(3, id).unwrap_err().to_string(), MarksError::TooMany(2).to_string());
+        let mut second = Marks::with_limits(limits);
+        second.insert(1, id).unwrap();
+        assert!(matches!(second.insert(2, id), Err(MarksError::TooManyInAll(3))));
+        assert_eq!(shared.load(Ordering::Relaxed), 3);
+        drop(first);
+        assert_eq!(shared.load(Ordering::Relaxed), 1, "a stream's marks are given back when it ends");
+        second.insert(2, id).unwrap();
+    }
+
+    #[test]
     fn export_is_sorted_and_round_trips() {
         let id = ObjectId::from_hex(HEX.as_bytes()).unwrap();
         let mut marks = Marks::default();
         for mark in [10, 2, 0, 1000000, 1] {
-            marks.insert(mark, id);
+            marks.insert(mark, id).unwrap();
         }
         let bytes = marks.export_bytes();
         assert!(bytes.starts_with(format!(":1 {HEX}\n:2 {HEX}\n:10 {HEX}\n").as_bytes()));

@@ -110,6 +110,8 @@ pub struct SessionConfig {
     pub may_name_files: bool,
     /// Counters to add this stream's requests and bytes to as they happen (a server's, for `stats`).
     pub live: Option<Arc<LiveCounters>>,
+    /// How many marks the stream may hold (a server's caps; none in the one-shot binary, as in git).
+    pub mark_limits: marks::MarkLimits,
 }
 
 /// Where a stream's output goes: `progress` to `stdout`, messages to `stderr`, responses to the cat-blob fd
@@ -294,7 +296,7 @@ impl<'a> Session<'a> {
             settings,
             args: config.fast_import_args,
             seen_data_command: false,
-            marks: Marks::default(),
+            marks: Marks::with_limits(config.mark_limits.clone()),
             blobs: StreamBlobs::new(config.stream_blob_memory),
             rewrites: HashMap::new(),
             import_done: false,
@@ -481,7 +483,7 @@ impl<'a> Session<'a> {
             // then: define this mark only once everything before it has been written.
             engine.drain()?;
         }
-        self.marks.insert(mark, id);
+        self.marks.insert(mark, id)?;
         Ok(())
     }
 

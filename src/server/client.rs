@@ -15,9 +15,10 @@ use crate::git_compat::strtoumax::ulong_arg;
 
 use super::protocol::{CWD_FD, Hello, MAX_FDS, ProtocolError, Reply, STATS_MAGIC};
 
-/// The fds `connect` always passes when they are open: stdin, stdout, stderr and 3..=9, which a frontend may
-/// name with `--cat-blob-fd` (plus any other number a `--cat-blob-fd=` flag names).
-const LOW_FDS: std::ops::RangeInclusive<i32> = 0..=9;
+/// The fds `connect` passes when they are open: stdin, stdout and stderr, plus the one a `--cat-blob-fd=` flag
+/// names (a stream cannot name another: git refuses `cat-blob-fd` in `option`/`feature` lines). No other fd of
+/// this process reaches the daemon.
+const STANDARD_FDS: std::ops::RangeInclusive<i32> = 0..=2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -35,17 +36,25 @@ pub enum ClientError {
     },
     #[error("the cat-blobd daemon at {} closed the connection without an exit status", .0.display())]
     NoReply(PathBuf),
+    #[error(
+        "the process listening on {} runs as uid {uid}, not as uid {own} or root: not handing it this process's \
+         fds (--server-uid {uid} trusts it)",
+        path.display()
+    )]
+    UntrustedServer { path: PathBuf, uid: u32, own: u32 },
     #[error(transparent)]
     Protocol(#[from] ProtocolError),
 }
 
-/// Runs one stream through the daemon at `socket` on this process's fds; returns the daemon's verdict.
-pub fn connect(socket: &Path, fast_import_args: Vec<Vec<u8>>) -> Result<Reply, ClientError> {
+/// Runs one stream through the daemon at `socket` on this process's fds; returns the daemon's verdict. The
+/// process listening there must run as this process's uid or root, or `server_uid`: it gets this process's
+/// stdin, stdout, stderr and working directory.
+pub fn connect(socket: &Path, server_uid: Option<u32>, fast_import_args: Vec<Vec<u8>>) -> Result<Reply, ClientError> {
     let io_error = |source: io::Error| ClientError::Io { path: socket.to_owned(), source };
     // Look at the inherited fds before this process opens any of its own (the socket would take the lowest free
     // number, and must not be mistaken for the frontend's fd).
-    let mut numbers: Vec<i32> = LOW_FDS.collect();
-    numbers.extend(fast_import_args.iter().filter_map(|arg| named_cat_blob_fd(arg)).filter(|n| !LOW_FDS.contains(n)));
+    let mut numbers: Vec<i32> = STANDARD_FDS.collect();
+    numbers.extend(fast_import_args.iter().filter_map(|arg| named_cat_blob_fd(arg)));
     numbers.sort_unstable();
     numbers.dedup();
     let (mut fd_numbers, mut fds): (Vec<i32>, Vec<BorrowedFd<'_>>) =
@@ -59,7 +68,8 @@ pub fn connect(socket: &Path, fast_import_args: Vec<Vec<u8>>) -> Result<Reply, C
     }
     let stream =
         UnixStream::connect(socket).map_err(|source| ClientError::Connect { path: socket.to_owned(), source })?;
-    let hello = Hello { fd_numbers, args: fast_import_args }.encode();
+    check_server(&stream, socket, server_uid)?;
+    let hello = Hello { fd_numbers, umask: current_umask(), args: fast_import_args }.encode();
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     let pushed = control.push(SendAncillaryMessage::ScmRights(&fds));
@@ -74,6 +84,17 @@ pub fn connect(socket: &Path, fast_import_args: Vec<Vec<u8>>) -> Result<Reply, C
         return Err(ClientError::NoReply(socket.to_owned()));
     }
     Ok(Reply::decode(&reply)?)
+}
+
+/// Checks who listens on `socket` (SO_PEERCRED, recorded by the kernel at `listen`) before handing it anything:
+/// in a shared directory, whoever created the socket first would otherwise get this process's fds.
+fn check_server(stream: &UnixStream, socket: &Path, server_uid: Option<u32>) -> Result<(), ClientError> {
+    let uid = super::peer::Peer::of(stream).map_err(|source| ClientError::Io { path: socket.to_owned(), source })?.uid;
+    let own = rustix::process::geteuid().as_raw();
+    if uid == own || uid == 0 || Some(uid) == server_uid {
+        return Ok(());
+    }
+    Err(ClientError::UntrustedServer { path: socket.to_owned(), uid, own })
 }
 
 /// Sends the hello, its fds with the first piece.
@@ -131,6 +152,14 @@ fn read_reply(mut stream: &UnixStream) -> io::Result<Vec<u8>> {
             Err(err) => return Err(err),
         }
     }
+}
+
+/// This process's umask, for the files the daemon writes for it. Read by setting it and back, which is safe here:
+/// `connect` has one thread.
+fn current_umask() -> u32 {
+    let old = rustix::process::umask(Mode::empty());
+    rustix::process::umask(old);
+    old.bits()
 }
 
 /// The number a `--cat-blob-fd=<n>` flag names, read as git's `ulong_arg` reads it (decimal, `0x` hex or

@@ -3,10 +3,11 @@
 //! `connect` client's stream straight on the fds it passed — and log one line when it ends.
 //!
 //! A `connect` stream's messages (`fatal:`, `error:`, `warning:`, `--stats`) reach the client's stderr through a
-//! pipe that this thread relays, because one case must differ from a plain copy: when a write to the frontend fails
-//! with EPIPE, `cat-blobd` run directly is killed by SIGPIPE and prints nothing, so the relay drops the session's
-//! `fatal: write to frontend failed: Broken pipe` (and anything after it) and the client is told to raise SIGPIPE.
-use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+//! pipe that this thread relays ([`relay`](super::relay)), because one case must differ from a plain copy: when a
+//! write to the frontend fails with EPIPE, `cat-blobd` run directly is killed by SIGPIPE and prints nothing, so the
+//! relay drops the session's `fatal: write to frontend failed: Broken pipe` (and anything after it) and the client
+//! is told to raise SIGPIPE.
+use std::io::{self, IoSliceMut, Read, Write};
 use std::mem::MaybeUninit;
 use std::net::Shutdown as Direction;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -16,19 +17,22 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rustix::event::{PollFd, PollFlags};
+use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFlags};
 
 use super::State;
 use super::log::Value;
 use super::peer::Peer;
-use super::protocol::{self, CONNECT_MAGIC, CWD_FD, Hello, Kind, MAX_FDS, ProtocolError, Reply, STATS_MAGIC};
+use super::protocol::{
+    self, CONNECT_MAGIC, CWD_FD, Hello, HelloParser, Kind, MAX_FDS, ProtocolError, Reply, STATS_MAGIC,
+};
+use super::relay::StderrRelay;
 use super::shutdown::{Cancel, CancelReason, CancellableInput};
+use super::slots::NoSlot;
 use super::stats::add;
 use crate::fast_import::{self, Exit, Outcome, StreamIo};
 use crate::fatal::Bytes;
-use crate::response::writev::{FdSink, GatherWriter};
 
 /// How long closing a plain connection waits for the client to stop sending (so that it reads every response
 /// and then a clean end of file, not a reset), and how long a reply may wait for room in the socket buffer.
@@ -40,6 +44,8 @@ pub enum ConnectionError {
     Io(#[from] io::Error),
     #[error("bad hello: {0}")]
     Protocol(#[from] ProtocolError),
+    #[error("{}", .0.message())]
+    Cut(CancelReason),
 }
 
 /// What the accept loop and the shutdown keep of an open connection.
@@ -50,11 +56,14 @@ pub struct Handle {
     pub cancel: Cancel,
     /// The connection is a plain stream: the socket is its output too.
     plain: AtomicBool,
+    /// The connection has a stream slot: it is served through the grace period.
+    streaming: AtomicBool,
 }
 
 impl Handle {
     pub fn new(stream: Arc<UnixStream>, peer: Peer) -> io::Result<Handle> {
-        Ok(Handle { stream, peer, cancel: Cancel::new()?, plain: AtomicBool::new(false) })
+        let (plain, streaming) = (AtomicBool::new(false), AtomicBool::new(false));
+        Ok(Handle { stream, peer, cancel: Cancel::new()?, plain, streaming })
     }
 
     /// Cuts the connection when the grace period is over: its input fails at once (the stream ends with a
@@ -66,14 +75,27 @@ impl Handle {
         let how = if self.plain.load(Ordering::SeqCst) { Direction::Both } else { Direction::Read };
         let _ = self.stream.shutdown(how);
     }
+
+    /// At a shutdown request: a connection still in its hello is told the daemon is shutting down (one waiting
+    /// for a slot is told so by [`Slots::close`](super::slots::Slots::close)).
+    pub fn cut_unless_streaming(&self) {
+        if !self.streaming.load(Ordering::SeqCst) {
+            self.cancel.cancel(CancelReason::Shutdown);
+        }
+    }
 }
 
 /// What a connection turned out to be, after its first bytes.
 enum Opening {
+    Stream(Stream),
+    Stats,
+}
+
+/// A stream, ready to run once it has a slot.
+enum Stream {
     /// A plain stream, with the bytes read while deciding.
     Plain(Vec<u8>),
     Connect(Hello, Vec<OwnedFd>),
-    Stats,
 }
 
 /// What the log line says about a connection.
@@ -125,32 +147,51 @@ pub struct Connection {
     pub peer: Peer,
     pub handle: Arc<Handle>,
     pub state: Arc<State>,
+    /// When the connection was accepted: its hello is due `--hello-timeout` later.
+    pub accepted: Instant,
 }
 
 impl Connection {
-    /// Serves the connection to its end and logs it.
+    /// Serves the connection to its end and logs it. (Its peer's uid was checked by the accept loop.)
     pub fn run(self) {
         let started = Instant::now();
-        let record = if !self.state.access.admits(self.peer.uid) {
-            let message = format!(
-                "uid {} may not use this cat-blobd daemon (it admits uid {} and those given with --allow-uid)",
-                self.peer.uid, self.state.access.server_uid
-            );
-            self.refuse(&message);
-            Record::refused("unknown", message)
-        } else {
-            match self.open() {
-                Ok(Opening::Plain(prefix)) => self.plain(prefix),
-                Ok(Opening::Connect(hello, fds)) => self.connect(hello, fds),
-                Ok(Opening::Stats) => self.stats(),
-                Err(err) => {
-                    let message = err.to_string();
-                    self.refuse(&message);
-                    Record::refused("unknown", message)
-                }
+        let record = match self.open(self.accepted + self.state.hello_timeout) {
+            Ok(Opening::Stats) => self.stats(),
+            Ok(Opening::Stream(stream)) => self.stream_in_slot(stream),
+            Err(err) => {
+                let message = err.to_string();
+                self.refuse(&message);
+                Record::refused("unknown", message)
             }
         };
         self.account(&record, started.elapsed());
+    }
+
+    /// Runs a stream once a slot is free (or refuses it: full with --refuse-when-full, or shutting down).
+    fn stream_in_slot(&self, stream: Stream) -> Record {
+        let kind = if matches!(stream, Stream::Plain(_)) { "plain" } else { "connect" };
+        let state = &self.state;
+        let _slot = match state.slots.take(!state.refuse_when_full) {
+            Ok(slot) => slot,
+            Err(NoSlot::Full) => {
+                let message = format!(
+                    "the cat-blobd daemon is busy: {} streams are open (--max-connections); try again later",
+                    state.slots.counts().0
+                );
+                self.refuse(&message);
+                return Record::refused(kind, message);
+            }
+            Err(NoSlot::Closed) => {
+                let message = CancelReason::Shutdown.message().to_owned();
+                self.refuse(&message);
+                return Record::refused(kind, message);
+            }
+        };
+        self.handle.streaming.store(true, Ordering::SeqCst);
+        match stream {
+            Stream::Plain(prefix) => self.plain(prefix),
+            Stream::Connect(hello, fds) => self.connect(hello, fds),
+        }
     }
 
     fn account(&self, record: &Record, duration: Duration) {
@@ -180,33 +221,35 @@ impl Connection {
         self.state.log.log("connection", &fields);
     }
 
-    /// Reads until the first bytes say what the connection is; a `connect` hello is read whole, with its fds.
-    fn open(&self) -> Result<Opening, ConnectionError> {
+    /// Reads until the first bytes say what the connection is; a `connect` hello is read whole, with its fds,
+    /// by `deadline`.
+    fn open(&self, deadline: Instant) -> Result<Opening, ConnectionError> {
         let mut received = Vec::new();
         let mut fds = Vec::new();
         let mut chunk = vec![0u8; 64 << 10];
+        let mut hello = HelloParser::default();
         loop {
-            let n = self.receive(&mut chunk, &mut fds)?;
+            let n = self.receive(&mut chunk, &mut fds, deadline)?;
             received.extend_from_slice(&chunk[..n]);
             match protocol::classify(&received) {
                 // Any fds a plain client sent are closed here, unused.
-                Kind::Plain => return Ok(Opening::Plain(received)),
-                Kind::Undecided if n == 0 => return Ok(Opening::Plain(received)),
+                Kind::Plain => return Ok(Opening::Stream(Stream::Plain(received))),
+                Kind::Undecided if n == 0 => return Ok(Opening::Stream(Stream::Plain(received))),
                 Kind::Undecided => {}
                 Kind::Stats if received.len() == STATS_MAGIC.len() => return Ok(Opening::Stats),
                 Kind::Stats => return Err(ProtocolError::TrailingBytes.into()),
                 Kind::Connect => {
                     let body = &received[CONNECT_MAGIC.len()..];
-                    match Hello::decode(body)? {
-                        Some((hello, used)) => {
-                            if used != body.len() {
+                    match hello.advance(body)? {
+                        Some(hello_done) => {
+                            if hello.used() != body.len() {
                                 return Err(ProtocolError::TrailingBytes.into());
                             }
-                            if hello.fd_numbers.len() != fds.len() {
-                                let (expected, received) = (hello.fd_numbers.len(), fds.len());
+                            if hello_done.fd_numbers.len() != fds.len() {
+                                let (expected, received) = (hello_done.fd_numbers.len(), fds.len());
                                 return Err(ProtocolError::FdCountMismatch { expected, received }.into());
                             }
-                            return Ok(Opening::Connect(hello, fds));
+                            return Ok(Opening::Stream(Stream::Connect(hello_done, fds)));
                         }
                         None if n == 0 => return Err(ProtocolError::Truncated.into()),
                         None => {}
@@ -216,14 +259,18 @@ impl Connection {
         }
     }
 
-    /// One `recvmsg`: bytes into `chunk`, passed fds (close-on-exec) onto `fds`.
-    fn receive(&self, chunk: &mut [u8], fds: &mut Vec<OwnedFd>) -> Result<usize, ConnectionError> {
+    /// One `recvmsg` once the socket is readable: bytes into `chunk`, passed fds (close-on-exec) onto `fds`,
+    /// refused as soon as their running total passes [`MAX_FDS`]. Fails at `deadline` or when the connection is
+    /// cut.
+    fn receive(&self, chunk: &mut [u8], fds: &mut Vec<OwnedFd>, deadline: Instant) -> Result<usize, ConnectionError> {
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
         let message = loop {
+            self.wait_readable(deadline)?;
             let mut iov = [IoSliceMut::new(chunk)];
-            match rustix::net::recvmsg(&*self.stream, &mut iov, &mut control, RecvFlags::CMSG_CLOEXEC) {
-                Err(Errno::INTR) => continue,
+            let flags = RecvFlags::CMSG_CLOEXEC | RecvFlags::DONTWAIT;
+            match rustix::net::recvmsg(&*self.stream, &mut iov, &mut control, flags) {
+                Err(Errno::INTR | Errno::AGAIN) => continue,
                 result => break result.map_err(io::Error::from)?,
             }
         };
@@ -233,9 +280,34 @@ impl Connection {
             }
         }
         if message.flags.contains(ReturnFlags::CTRUNC) {
-            return Err(ProtocolError::TooManyFds(MAX_FDS + 1).into());
+            return Err(ProtocolError::ControlTruncated.into());
+        }
+        if fds.len() > MAX_FDS {
+            return Err(ProtocolError::FdsOverLimit.into());
         }
         Ok(message.bytes)
+    }
+
+    /// Waits until the socket is readable, the hello's deadline passes, or the connection is cut.
+    fn wait_readable(&self, deadline: Instant) -> Result<(), ConnectionError> {
+        loop {
+            if let Some(reason) = self.handle.cancel.reason() {
+                return Err(ConnectionError::Cut(reason));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ProtocolError::HelloTimeout(self.state.hello_timeout).into());
+            }
+            let timeout =
+                Timespec { tv_sec: left.as_secs().try_into().unwrap_or(i64::MAX), tv_nsec: left.subsec_nanos().into() };
+            let mut fds =
+                [PollFd::new(&*self.stream, PollFlags::IN), PollFd::new(self.handle.cancel.fd(), PollFlags::IN)];
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Ok(_) if !fds[0].revents().is_empty() => return Ok(()),
+                Ok(_) | Err(Errno::INTR) => {}
+                Err(err) => return Err(io::Error::from(err).into()),
+            }
+        }
     }
 
     /// A plain stream: the socket is its input and its output; messages go nowhere but the log.
@@ -303,9 +375,7 @@ impl Connection {
                 passed.push((*number, fd));
             }
         }
-        if let Some(dir) = &cwd
-            && let Err(err) = enter_directory(dir.as_fd())
-        {
+        if let Err(err) = enter_client_context(cwd.as_ref().map(AsFd::as_fd), hello.umask) {
             let message = format!("cannot enter the client's working directory: {err}");
             self.reply(&Reply::Fatal(message.clone().into_bytes()));
             return Record::refused("connect", message);
@@ -357,7 +427,7 @@ impl Connection {
 
     fn stats(&self) -> Record {
         let state = &self.state;
-        let text = state.counters.render(&state.cache, &state.store, state.started.elapsed());
+        let text = state.counters.render(&state.cache, &state.store, state.started.elapsed(), state.log.dropped());
         let _ = self.stream.set_write_timeout(Some(LINGER));
         let _ = (&*self.stream).write_all(text.as_bytes());
         Record { kind: "stats", outcome: "ok", exit: None, requests: 0, bytes: 0, error: None }
@@ -376,14 +446,18 @@ impl Connection {
     }
 }
 
-/// Makes `dir` the working directory of this thread (and of the threads it starts), not of the process: relative
-/// marks paths of a `connect` client then mean what they mean in its own directory.
+/// Makes `dir` the working directory and `umask` the umask of this thread (and of the threads it starts), not of
+/// the process: relative marks paths of a `connect` client then mean what they mean in its own directory, and the
+/// files its stream writes get the modes they would get from `cat-blobd` run there.
 #[allow(unsafe_code)]
-fn enter_directory(dir: BorrowedFd<'_>) -> io::Result<()> {
+fn enter_client_context(dir: Option<BorrowedFd<'_>>, umask: u32) -> io::Result<()> {
     // SAFETY: with CLONE_FS only, unshare gives this thread its own working directory, root and umask. It does not
     // touch the fd table (CLONE_FILES is what `unshare_unsafe` is unsafe for), so every fd stays valid everywhere.
     unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS)? };
-    rustix::process::fchdir(dir)?;
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask & 0o777));
+    if let Some(dir) = dir {
+        rustix::process::fchdir(dir)?;
+    }
     Ok(())
 }
 
@@ -436,122 +510,5 @@ fn pump(
                 Err(_) => return,
             }
         }
-    }
-}
-
-/// Forwards the session's messages to the client's stderr as they come, except that a line starting with
-/// `fatal: ` and everything after it are held until the stream's outcome is known.
-#[derive(Debug, Default)]
-struct StderrRelay {
-    /// Bytes of the current line while it may still turn out to be `fatal: `.
-    undecided: Vec<u8>,
-    /// Mid-line: the rest of the line is forwarded without looking.
-    mid_line: bool,
-    /// From the `fatal: ` line on.
-    held: Option<Vec<u8>>,
-    /// A write to the client's stderr failed with EPIPE.
-    stderr_broken: bool,
-}
-
-const FATAL_PREFIX: &[u8] = b"fatal: ";
-
-impl StderrRelay {
-    fn feed(&mut self, data: &[u8], out: Option<BorrowedFd<'_>>) {
-        let mut broken = false;
-        self.feed_to(data, &mut |bytes| broken |= write_message(out, bytes));
-        self.stderr_broken |= broken;
-    }
-
-    fn feed_to(&mut self, mut data: &[u8], out: &mut dyn FnMut(&[u8])) {
-        while !data.is_empty() {
-            if let Some(held) = &mut self.held {
-                held.extend_from_slice(data);
-                return;
-            }
-            if self.mid_line {
-                match memchr::memchr(b'\n', data) {
-                    Some(at) => {
-                        out(&data[..=at]);
-                        data = &data[at + 1..];
-                        self.mid_line = false;
-                    }
-                    None => {
-                        out(data);
-                        return;
-                    }
-                }
-                continue;
-            }
-            let byte = data[0];
-            data = &data[1..];
-            self.undecided.push(byte);
-            if self.undecided == FATAL_PREFIX {
-                self.held = Some(std::mem::take(&mut self.undecided));
-            } else if !FATAL_PREFIX.starts_with(&self.undecided) || byte == b'\n' {
-                out(&self.undecided);
-                self.mid_line = byte != b'\n';
-                self.undecided.clear();
-            }
-        }
-    }
-
-    /// The stream has ended: write what is left, the held `fatal:` part only if `keep_held`.
-    fn finish(self, keep_held: bool, out: Option<BorrowedFd<'_>>) {
-        self.finish_to(keep_held, &mut |bytes| _ = write_message(out, bytes));
-    }
-
-    fn finish_to(self, keep_held: bool, out: &mut dyn FnMut(&[u8])) {
-        if !self.undecided.is_empty() {
-            out(&self.undecided);
-        }
-        if let Some(held) = self.held.filter(|_| keep_held) {
-            out(&held);
-        }
-    }
-}
-
-/// Writes to the client's stderr, if it passed one. Errors are ignored, as `cat-blobd` ignores them on stderr,
-/// except that EPIPE is reported (true): there `cat-blobd` would have been killed by SIGPIPE.
-fn write_message(out: Option<BorrowedFd<'_>>, bytes: &[u8]) -> bool {
-    let Some(fd) = out else { return false };
-    match GatherWriter::new(FdSink::new(fd)).write_all(&mut [IoSlice::new(bytes)]) {
-        Ok(()) => false,
-        Err(err) => err.is_broken_pipe(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn relay(pieces: &[&[u8]], keep_held: bool) -> (Vec<u8>, Vec<u8>) {
-        let mut relay = StderrRelay::default();
-        let mut live = Vec::new();
-        for piece in pieces {
-            relay.feed_to(piece, &mut |b| live.extend_from_slice(b));
-        }
-        let mut all = live.clone();
-        relay.finish_to(keep_held, &mut |b| all.extend_from_slice(b));
-        (live, all)
-    }
-
-    #[test]
-    fn messages_pass_at_once_and_a_fatal_line_waits_for_the_outcome() {
-        let (live, all) =
-            relay(&[b"warning: a\nwar", b"ning: fatal: b\nfat", b"al: write to frontend\n", b"error: c\n"], true);
-        assert_eq!(live, b"warning: a\nwarning: fatal: b\n");
-        assert_eq!(all, b"warning: a\nwarning: fatal: b\nfatal: write to frontend\nerror: c\n");
-        let (_, dropped) = relay(&[b"warning: a\n", b"fatal: write to frontend failed: Broken pipe\n"], false);
-        assert_eq!(dropped, b"warning: a\n");
-    }
-
-    #[test]
-    fn short_and_unterminated_lines_are_not_lost() {
-        assert_eq!(relay(&[b"f", b"\n", b"fa"], true).1, b"f\nfa");
-        assert_eq!(relay(&[b"fatal:", b"x\n"], false).1, b"fatal:x\n");
-        assert_eq!(
-            relay(&[b"cat-blobd statistics:\n  requests: 1\n"], true).0,
-            b"cat-blobd statistics:\n  requests: 1\n"
-        );
     }
 }

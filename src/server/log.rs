@@ -1,10 +1,22 @@
 //! The daemon's log on stderr: one line per connection (and one per start, shutdown and stop), as `key=value`
 //! text or as one JSON object per line. Each line is written with a single `write`, so lines from concurrent
 //! connections never interleave.
+//!
+//! Logging never blocks service: [`Logger::log`] only puts the line on a bounded queue, and one writer thread
+//! writes the queue to stderr. When stderr does not drain (a log reader that stalled) and the queue is full,
+//! lines are dropped and counted; the count is written as a `log-dropped` line once stderr drains again, and is
+//! in `cat-blobd stats`.
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::os::fd::{AsFd, OwnedFd};
 use std::str::FromStr;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+
+/// Lines waiting for the writer thread at most.
+const QUEUE_LINES: usize = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LogFormat {
@@ -37,51 +49,121 @@ pub enum Value<'a> {
     F64(f64),
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+/// What goes through the queue.
+enum Entry {
+    Line(String),
+    /// Answered once every line before it is written.
+    Flush(Sender<()>),
+}
+
+/// Where log lines go: a bounded queue to the writer thread.
+#[derive(Debug, Clone)]
 pub struct Logger {
     pub format: LogFormat,
+    queue: Sender<Entry>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Entry")
+    }
 }
 
 impl Logger {
-    /// Writes one line for `event` on stderr. Errors are ignored: there is nowhere else to report them.
-    pub fn log(&self, event: &str, fields: &[(&str, Value<'_>)]) {
-        let line = self.format_line(&timestamp(SystemTime::now()), event, fields);
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    /// A logger writing to stderr (a duplicate of it) from its own thread.
+    pub fn new(format: LogFormat) -> std::io::Result<Logger> {
+        Logger::to_fd(format, std::io::stderr().as_fd().try_clone_to_owned()?)
     }
 
-    fn format_line(&self, ts: &str, event: &str, fields: &[(&str, Value<'_>)]) -> String {
-        let mut line = String::with_capacity(200);
-        match self.format {
-            LogFormat::Text => {
-                let _ = write!(line, "{ts} {event}");
-                for (key, value) in fields {
-                    let _ = write!(line, " {key}=");
-                    match value {
-                        Value::Str(s) if needs_quotes(s) => json_string(&mut line, s),
-                        Value::Str(s) => line.push_str(s),
-                        value => number(&mut line, *value),
-                    }
+    /// A logger writing to `fd` from its own thread.
+    fn to_fd(format: LogFormat, fd: OwnedFd) -> std::io::Result<Logger> {
+        let (queue, lines) = crossbeam_channel::bounded(QUEUE_LINES);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&dropped);
+        std::thread::Builder::new().name("log".into()).spawn(move || write_lines(lines, fd, format, &counted))?;
+        Ok(Logger { format, queue, dropped })
+    }
+
+    /// Queues one line for `event`; when the queue is full (stderr does not drain), the line is dropped and
+    /// counted instead. Never blocks.
+    pub fn log(&self, event: &str, fields: &[(&str, Value<'_>)]) {
+        let line = format_line(self.format, &timestamp(SystemTime::now()), event, fields);
+        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = self.queue.try_send(Entry::Line(line)) {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Lines dropped so far because stderr did not drain.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Waits until the lines queued so far are written, for at most `limit` (stderr may never drain).
+    pub fn flush(&self, limit: Duration) -> bool {
+        let (done, written) = crossbeam_channel::bounded(1);
+        let deadline = std::time::Instant::now() + limit;
+        self.queue.send_deadline(Entry::Flush(done), deadline).is_ok() && written.recv_deadline(deadline).is_ok()
+    }
+}
+
+/// One log line, LF included.
+fn format_line(format: LogFormat, ts: &str, event: &str, fields: &[(&str, Value<'_>)]) -> String {
+    let mut line = String::with_capacity(200);
+    match format {
+        LogFormat::Text => {
+            let _ = write!(line, "{ts} {event}");
+            for (key, value) in fields {
+                let _ = write!(line, " {key}=");
+                match value {
+                    Value::Str(s) if needs_quotes(s) => json_string(&mut line, s),
+                    Value::Str(s) => line.push_str(s),
+                    value => number(&mut line, *value),
                 }
-            }
-            LogFormat::Json => {
-                line.push_str("{\"ts\":");
-                json_string(&mut line, ts);
-                line.push_str(",\"event\":");
-                json_string(&mut line, event);
-                for (key, value) in fields {
-                    line.push(',');
-                    json_string(&mut line, key);
-                    line.push(':');
-                    match value {
-                        Value::Str(s) => json_string(&mut line, s),
-                        value => number(&mut line, *value),
-                    }
-                }
-                line.push('}');
             }
         }
-        line.push('\n');
-        line
+        LogFormat::Json => {
+            line.push_str("{\"ts\":");
+            json_string(&mut line, ts);
+            line.push_str(",\"event\":");
+            json_string(&mut line, event);
+            for (key, value) in fields {
+                line.push(',');
+                json_string(&mut line, key);
+                line.push(':');
+                match value {
+                    Value::Str(s) => json_string(&mut line, s),
+                    value => number(&mut line, *value),
+                }
+            }
+            line.push('}');
+        }
+    }
+    line.push('\n');
+    line
+}
+
+/// The writer thread: writes each queued line with one `write`; before a line, reports lines dropped since the
+/// last report. Errors are ignored: there is nowhere else to report them.
+fn write_lines(lines: Receiver<Entry>, fd: OwnedFd, format: LogFormat, dropped: &AtomicU64) {
+    let mut reported = 0;
+    let write = |line: &str| {
+        let _ = crate::response::writev::GatherWriter::new(crate::response::writev::FdSink::new(fd.as_fd()))
+            .write_all(&mut [std::io::IoSlice::new(line.as_bytes())]);
+    };
+    for entry in lines {
+        let now = dropped.load(Ordering::Relaxed);
+        if now > reported {
+            let fields = [("lines", Value::U64(now - reported)), ("total", Value::U64(now))];
+            write(&format_line(format, &timestamp(SystemTime::now()), "log-dropped", &fields));
+            reported = now;
+        }
+        match entry {
+            Entry::Line(line) => write(&line),
+            Entry::Flush(done) => {
+                let _ = done.send(());
+            }
+        }
     }
 }
 
@@ -168,18 +250,47 @@ mod tests {
             ("duration_ms", Value::F64(1.5)),
             ("error", Value::Str("mark :5 not declared \"x\"\n")),
         ];
-        let text = Logger { format: LogFormat::Text }.format_line("T", "connection", &fields);
+        let text = format_line(LogFormat::Text, "T", "connection", &fields);
         assert_eq!(
             text,
             "T connection conn=7 kind=connect exit=-1 duration_ms=1.500 error=\"mark :5 not declared \\\"x\\\"\\n\"\n"
         );
-        let json = Logger { format: LogFormat::Json }.format_line("T", "connection", &fields);
+        let json = format_line(LogFormat::Json, "T", "connection", &fields);
         assert_eq!(
             json,
             "{\"ts\":\"T\",\"event\":\"connection\",\"conn\":7,\"kind\":\"connect\",\"exit\":-1,\"duration_ms\":1.500,\
              \"error\":\"mark :5 not declared \\\"x\\\"\\n\"}\n"
         );
         assert!(serde_json_like_is_one_line(&json));
+    }
+
+    /// stderr full and never read: `log` does not block, the lines past the queue are counted, and once stderr
+    /// drains the count is reported before the next line.
+    #[test]
+    fn a_stalled_stderr_drops_and_counts_lines_instead_of_blocking() {
+        let (read_end, write_end) = rustix::pipe::pipe().unwrap();
+        rustix::pipe::fcntl_setpipe_size(&write_end, 4096).unwrap();
+        let logger = Logger::to_fd(LogFormat::Text, write_end).unwrap();
+        for n in 0..(QUEUE_LINES as u64 + 500) {
+            logger.log("connection", &[("conn", Value::U64(n))]);
+        }
+        let dropped = logger.dropped();
+        assert!(dropped >= 400, "{dropped} dropped");
+        let reader = std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !String::from_utf8_lossy(&text).contains("event-after-drain") {
+                let n = rustix::io::read(&read_end, &mut buf).unwrap();
+                text.extend_from_slice(&buf[..n]);
+            }
+            String::from_utf8(text).unwrap()
+        });
+        assert!(logger.flush(Duration::from_secs(60)));
+        logger.log("event-after-drain", &[]);
+        let text = reader.join().unwrap();
+        let written = text.lines().filter(|line| line.contains(" connection ")).count() as u64;
+        assert_eq!(written + dropped, QUEUE_LINES as u64 + 500);
+        assert!(text.contains(&format!(" log-dropped lines={dropped} total={dropped}\n")), "{text}");
     }
 
     fn serde_json_like_is_one_line(line: &str) -> bool {

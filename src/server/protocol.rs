@@ -12,14 +12,16 @@
 //! stats          STATS_MAGIC (`cat-blobd stats`): the server writes `<name> <value>\n` lines and closes.
 //! ```
 //!
-//! The connect hello, all integers little-endian, sent by one `sendmsg` whose SCM_RIGHTS message carries the fds:
+//! The connect hello, all integers little-endian, its fds attached (SCM_RIGHTS) to its first piece:
 //!
 //! ```text
-//! "\0cat-blobd connect 1\n"        magic and protocol version
+//! "\0cat-blobd connect 2\n"        magic and protocol version
 //! u8   n                           fds in the SCM_RIGHTS message (n <= MAX_FDS)
 //! n × i32                          what each fd is, in SCM_RIGHTS order: the client's fd number (0 stdin,
 //!                                  1 stdout, 2 stderr, 3.. any other fd the stream may name with
 //!                                  --cat-blob-fd), or -1 (CWD_FD) for the client's working directory
+//! u32  umask                       the client's umask: files the stream writes get the modes they would get
+//!                                  from `cat-blobd` run in the client
 //! u32  argc                        git fast-import flags (argc <= MAX_ARGS)
 //! argc × (u32 len, len bytes)      each flag, raw bytes (MAX_ARG_BYTES in all)
 //! ```
@@ -40,7 +42,7 @@
 //! A refused plain client gets the same `fatal:` line on its connection before it is closed.
 
 /// First bytes of a `cat-blobd connect` client.
-pub const CONNECT_MAGIC: &[u8] = b"\0cat-blobd connect 1\n";
+pub const CONNECT_MAGIC: &[u8] = b"\0cat-blobd connect 2\n";
 /// First (and only) bytes of a `cat-blobd stats` client.
 pub const STATS_MAGIC: &[u8] = b"\0cat-blobd stats 1\n";
 /// Most fds one hello may pass: stdin, stdout, stderr, 3..=9, a few named by `--cat-blob-fd`, the cwd.
@@ -58,6 +60,12 @@ pub const SIGPIPE: i32 = 13;
 pub enum ProtocolError {
     #[error("the hello passes {0} fds, at most {MAX_FDS} are allowed")]
     TooManyFds(usize),
+    #[error("the hello passes more than {MAX_FDS} fds")]
+    FdsOverLimit,
+    #[error("the hello's fds were cut short (more than {MAX_FDS} in one message, or the daemon is out of fds)")]
+    ControlTruncated,
+    #[error("no hello within {0:?} (--hello-timeout)")]
+    HelloTimeout(std::time::Duration),
     #[error("the hello names fd {0} twice or gives an invalid number")]
     BadFdNumber(i32),
     #[error("the hello announces {expected} fds but {received} arrived")]
@@ -105,6 +113,8 @@ pub fn classify(prefix: &[u8]) -> Kind {
 pub struct Hello {
     /// What each passed fd is, in SCM_RIGHTS order (see the module docs).
     pub fd_numbers: Vec<i32>,
+    /// The client's umask, for the files its stream writes (marks).
+    pub umask: u32,
     /// git fast-import's flags, in order.
     pub args: Vec<Vec<u8>>,
 }
@@ -117,6 +127,7 @@ impl Hello {
         for number in &self.fd_numbers {
             out.extend_from_slice(&number.to_le_bytes());
         }
+        out.extend_from_slice(&self.umask.to_le_bytes());
         out.extend_from_slice(&u32::try_from(self.args.len()).expect("few flags").to_le_bytes());
         for arg in &self.args {
             out.extend_from_slice(&u32::try_from(arg.len()).expect("short flag").to_le_bytes());
@@ -128,36 +139,102 @@ impl Hello {
     /// Parses the hello that follows [`CONNECT_MAGIC`] in `bytes`: `Ok(None)` while more bytes are needed,
     /// else the hello and the bytes it took.
     pub fn decode(bytes: &[u8]) -> Result<Option<(Hello, usize)>, ProtocolError> {
-        let mut cursor = Cursor { bytes, at: 0 };
-        let Some(count) = cursor.take(1) else { return Ok(None) };
-        let count = usize::from(count[0]);
-        if count > MAX_FDS {
-            return Err(ProtocolError::TooManyFds(count));
+        let mut parser = HelloParser::default();
+        Ok(parser.advance(bytes)?.map(|hello| (hello, parser.at)))
+    }
+}
+
+/// Parses a hello as its bytes arrive: [`HelloParser::advance`] resumes where the last call stopped, so a hello
+/// sent in many small pieces costs time linear in its length, never the square of its pieces.
+#[derive(Debug, Default)]
+pub struct HelloParser {
+    /// Bytes of the body parsed so far.
+    at: usize,
+    step: Step,
+    fd_numbers: Vec<i32>,
+    umask: u32,
+    args: Vec<Vec<u8>>,
+    /// Flag bytes announced so far.
+    arg_bytes: usize,
+}
+
+/// What the parser reads next.
+#[derive(Debug, Default, Clone, Copy)]
+enum Step {
+    #[default]
+    FdCount,
+    FdNumbers(usize),
+    Umask,
+    Argc,
+    /// The length of the next flag, with this many flags left (this one included).
+    ArgLen(u32),
+    /// A flag's bytes, with this many flags left (this one included).
+    Arg(usize, u32),
+}
+
+impl HelloParser {
+    /// Parses on in `body` (the bytes after the magic received so far, which start with every byte passed
+    /// before): the hello once it is complete, `Ok(None)` while bytes are missing.
+    pub fn advance(&mut self, body: &[u8]) -> Result<Option<Hello>, ProtocolError> {
+        loop {
+            let mut cursor = Cursor { bytes: body, at: self.at };
+            let next = match self.step {
+                Step::FdCount => cursor.take(1).map(|count| usize::from(count[0])).map(|count| {
+                    if count > MAX_FDS {
+                        return Err(ProtocolError::TooManyFds(count));
+                    }
+                    Ok(Step::FdNumbers(count))
+                }),
+                Step::FdNumbers(0) => Some(Ok(Step::Umask)),
+                Step::FdNumbers(left) => cursor.u32().map(|number| self.fd_number(number as i32, left)),
+                Step::Umask => cursor.u32().map(|umask| {
+                    self.umask = umask & 0o777;
+                    Ok(Step::Argc)
+                }),
+                Step::Argc => cursor.u32().map(|argc| {
+                    if argc as usize > MAX_ARGS {
+                        return Err(ProtocolError::TooManyArgs(u64::from(argc)));
+                    }
+                    Ok(Step::ArgLen(argc))
+                }),
+                Step::ArgLen(0) => return Ok(Some(self.finish())),
+                Step::ArgLen(left) => cursor.u32().map(|len| {
+                    self.arg_bytes = self.arg_bytes.saturating_add(len as usize);
+                    if self.arg_bytes > MAX_ARG_BYTES {
+                        return Err(ProtocolError::ArgsTooLong);
+                    }
+                    Ok(Step::Arg(len as usize, left))
+                }),
+                Step::Arg(len, left) => cursor.take(len).map(|arg| {
+                    self.args.push(arg.to_vec());
+                    Ok(Step::ArgLen(left - 1))
+                }),
+            };
+            let Some(next) = next else { return Ok(None) };
+            self.step = next?;
+            self.at = cursor.at;
         }
-        let mut fd_numbers = Vec::with_capacity(count);
-        for _ in 0..count {
-            let Some(number) = cursor.u32() else { return Ok(None) };
-            let number = number as i32;
-            if number < CWD_FD || fd_numbers.contains(&number) {
-                return Err(ProtocolError::BadFdNumber(number));
-            }
-            fd_numbers.push(number);
+    }
+
+    fn fd_number(&mut self, number: i32, left: usize) -> Result<Step, ProtocolError> {
+        if number < CWD_FD || self.fd_numbers.contains(&number) {
+            return Err(ProtocolError::BadFdNumber(number));
         }
-        let Some(argc) = cursor.u32() else { return Ok(None) };
-        if argc as usize > MAX_ARGS {
-            return Err(ProtocolError::TooManyArgs(u64::from(argc)));
+        self.fd_numbers.push(number);
+        Ok(Step::FdNumbers(left - 1))
+    }
+
+    fn finish(&mut self) -> Hello {
+        Hello {
+            fd_numbers: std::mem::take(&mut self.fd_numbers),
+            umask: self.umask,
+            args: std::mem::take(&mut self.args),
         }
-        let (mut args, mut total) = (Vec::with_capacity(argc as usize), 0usize);
-        for _ in 0..argc {
-            let Some(len) = cursor.u32() else { return Ok(None) };
-            total = total.saturating_add(len as usize);
-            if total > MAX_ARG_BYTES {
-                return Err(ProtocolError::ArgsTooLong);
-            }
-            let Some(arg) = cursor.take(len as usize) else { return Ok(None) };
-            args.push(arg.to_vec());
-        }
-        Ok(Some((Hello { fd_numbers, args }, cursor.at)))
+    }
+
+    /// Bytes of the body the hello took (once complete).
+    pub fn used(&self) -> usize {
+        self.at
     }
 }
 
@@ -244,6 +321,7 @@ mod tests {
     fn hello_round_trips_and_waits_for_all_of_its_bytes() {
         let hello = Hello {
             fd_numbers: vec![0, 1, 2, 3, CWD_FD],
+            umask: 0o077,
             args: vec![b"--cat-blob-fd=3".to_vec(), b"--export-marks=\xff".to_vec(), Vec::new()],
         };
         let bytes = hello.encode();
@@ -264,10 +342,27 @@ mod tests {
         assert_eq!(Hello::decode(&twice), Err(ProtocolError::BadFdNumber(0)));
         let negative = [&[1u8][..], &(-7i32).to_le_bytes()].concat();
         assert_eq!(Hello::decode(&negative), Err(ProtocolError::BadFdNumber(-7)));
-        let many = [&[0u8][..], &u32::MAX.to_le_bytes()].concat();
+        let many = [&[0u8][..], &0o22u32.to_le_bytes(), &u32::MAX.to_le_bytes()].concat();
         assert_eq!(Hello::decode(&many), Err(ProtocolError::TooManyArgs(u64::from(u32::MAX))));
-        let long = [&[0u8][..], &1u32.to_le_bytes(), &u32::MAX.to_le_bytes()].concat();
+        let long = [&[0u8][..], &0o22u32.to_le_bytes(), &1u32.to_le_bytes(), &u32::MAX.to_le_bytes()].concat();
         assert_eq!(Hello::decode(&long), Err(ProtocolError::ArgsTooLong));
+    }
+
+    /// A 1 MiB hello fed one byte at a time: each call parses only what is new. (Re-parsing from the start on
+    /// every piece, as the server did, is 5 × 10^11 byte steps here: the test would not end.)
+    #[test]
+    fn a_hello_in_a_million_pieces_is_parsed_in_one_pass() {
+        let args: Vec<Vec<u8>> = (0..4000).map(|i| format!("--flag-{i}={}", "x".repeat(240)).into_bytes()).collect();
+        let hello = Hello { fd_numbers: vec![0, 1, 2], umask: 0o027, args };
+        let bytes = hello.encode();
+        let body = &bytes[CONNECT_MAGIC.len()..];
+        assert!(body.len() > 1_000_000);
+        let mut parser = HelloParser::default();
+        for end in 1..body.len() {
+            assert_eq!(parser.advance(&body[..end]), Ok(None));
+        }
+        assert_eq!(parser.advance(body), Ok(Some(hello)));
+        assert_eq!(parser.used(), body.len());
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! Stopping, as mini-redis's `shutdown.rs` does it but with threads: a [`Shutdown`] request wakes the accept
 //! loop through an eventfd; a [`Cancel`] ends one connection's input (the stream then dies with a `fatal:` line
-//! after its earlier responses); the signal thread turns SIGTERM and SIGINT into a shutdown request.
+//! after its earlier responses); the signal thread turns SIGTERM, SIGINT and SIGHUP into a shutdown request, and
+//! SIGQUIT into one without a grace period.
 use std::io::{self, Read};
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
 
 use rustix::event::{EventfdFlags, PollFd, PollFlags};
 use rustix::io::Errno;
@@ -43,12 +44,15 @@ pub struct Shutdown(Arc<ShutdownState>);
 #[derive(Debug)]
 struct ShutdownState {
     requests: AtomicU32,
+    /// No grace period: cut open streams at once (SIGQUIT).
+    immediate: AtomicBool,
     notifier: Notifier,
 }
 
 impl Shutdown {
     pub fn new() -> io::Result<Shutdown> {
-        Ok(Shutdown(Arc::new(ShutdownState { requests: AtomicU32::new(0), notifier: Notifier::new()? })))
+        let (requests, immediate) = (AtomicU32::new(0), AtomicBool::new(false));
+        Ok(Shutdown(Arc::new(ShutdownState { requests, immediate, notifier: Notifier::new()? })))
     }
 
     /// Asks the server to stop: it stops accepting, lets open streams finish within the grace period, cuts
@@ -56,6 +60,18 @@ impl Shutdown {
     pub fn request(&self) {
         self.0.requests.fetch_add(1, Ordering::SeqCst);
         self.0.notifier.notify();
+    }
+
+    /// Asks the server to stop without a grace period: open streams are cut at once (marks being exported are
+    /// still written, and the socket is still removed).
+    pub fn request_immediate(&self) {
+        self.0.immediate.store(true, Ordering::SeqCst);
+        self.request();
+    }
+
+    /// Whether the grace period is to be skipped.
+    pub fn immediate(&self) -> bool {
+        self.0.immediate.load(Ordering::SeqCst)
     }
 
     /// How many requests came.
@@ -78,7 +94,7 @@ pub enum CancelReason {
 }
 
 impl CancelReason {
-    fn message(self) -> &'static str {
+    pub fn message(self) -> &'static str {
         match self {
             CancelReason::ClientGone => "the cat-blobd connect client went away",
             CancelReason::Shutdown => "the cat-blobd daemon is shutting down",
@@ -102,6 +118,11 @@ impl Cancel {
     pub fn cancel(&self, reason: CancelReason) {
         let _ = self.reason.compare_exchange(0, reason as u8, Ordering::SeqCst, Ordering::SeqCst);
         self.notifier.notify();
+    }
+
+    /// Readable once cancelled.
+    pub fn fd(&self) -> &OwnedFd {
+        self.notifier.fd()
     }
 
     pub fn reason(&self) -> Option<CancelReason> {
@@ -157,12 +178,17 @@ impl Read for CancellableInput<'_> {
     }
 }
 
-/// SIGTERM and SIGINT.
+/// The signals the daemon stops on, with their names for the log.
+const SIGNALS: [(i32, &str); 4] =
+    [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT"), (libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")];
+
+/// SIGTERM, SIGINT, SIGHUP (the terminal went away: stop as for SIGTERM, not die with the socket file left) and
+/// SIGQUIT (stop now: no grace period, but the same cleanup).
 fn termination_signals() -> libc::sigset_t {
-    crate::git_compat::sigset::sigset(&[libc::SIGTERM, libc::SIGINT])
+    crate::git_compat::sigset::sigset(&SIGNALS.map(|(signal, _)| signal))
 }
 
-/// Blocks SIGTERM and SIGINT in the calling thread and every thread it spawns later, so that only the signal
+/// Blocks the termination signals in the calling thread and every thread it spawns later, so that only the signal
 /// thread ([`spawn_signal_thread`]) receives them, with `sigwait`: no signal handler, nothing async-signal-unsafe.
 /// Call it first thing, before any thread exists.
 #[allow(unsafe_code)]
@@ -177,7 +203,7 @@ pub fn block_termination_signals() -> io::Result<()> {
     Ok(())
 }
 
-/// Waits for the next SIGTERM or SIGINT (which must be blocked).
+/// Waits for the next termination signal (which must be blocked).
 #[allow(unsafe_code)]
 fn wait_for_signal(set: &libc::sigset_t) -> io::Result<i32> {
     let mut signal = 0;
@@ -189,16 +215,23 @@ fn wait_for_signal(set: &libc::sigset_t) -> io::Result<i32> {
     Ok(signal)
 }
 
-/// Starts the thread that turns each SIGTERM or SIGINT into a shutdown request (after
-/// [`block_termination_signals`]); `on_signal` is told the signal's name first (for the log).
+/// Starts the thread that turns each termination signal into a shutdown request (after
+/// [`block_termination_signals`]); `on_signal`, which must not block, is told the signal's name first (for the
+/// log).
 pub fn spawn_signal_thread(shutdown: Shutdown, on_signal: impl Fn(&str) + Send + 'static) -> io::Result<()> {
     let set = termination_signals();
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         loop {
             match wait_for_signal(&set) {
                 Ok(signal) => {
-                    on_signal(if signal == libc::SIGINT { "SIGINT" } else { "SIGTERM" });
-                    shutdown.request();
+                    // `on_signal` must not block (the daemon's log only queues): the request follows at once, and
+                    // the line comes before the stop's own lines.
+                    on_signal(SIGNALS.iter().find(|(s, _)| *s == signal).map_or("signal", |(_, name)| name));
+                    if signal == libc::SIGQUIT {
+                        shutdown.request_immediate();
+                    } else {
+                        shutdown.request();
+                    }
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return,

@@ -2,7 +2,7 @@
 //! stream as they happen, plus the shared delta-base cache and the packs mapped, read at the moment of asking.
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::engine::LiveCounters;
@@ -25,6 +25,8 @@ pub struct Counters {
     /// Requests (`cat-blob`, `get-mark`, `ls`) answered and bytes written to cat-blob fds, by every stream,
     /// open ones included, counted as they happen.
     pub work: Arc<LiveCounters>,
+    /// Marks held by every open stream (capped by --max-marks-total).
+    pub marks_held: Arc<AtomicUsize>,
 }
 
 /// Adds to a counter.
@@ -34,7 +36,7 @@ pub fn add(counter: &AtomicU64, n: u64) {
 
 impl Counters {
     /// The `stats` answer: one `<name> <value>` per line.
-    pub fn render(&self, cache: &SharedCache, store: &Store, uptime: Duration) -> String {
+    pub fn render(&self, cache: &SharedCache, store: &Store, uptime: Duration, log_dropped: u64) -> String {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         let (hits, misses) = cache.hit_counts();
         let ratio = if hits + misses == 0 { 0.0 } else { hits as f64 / (hits + misses) as f64 };
@@ -49,12 +51,14 @@ impl Counters {
         line("streams_failed", &get(&self.streams_failed));
         line("requests", &get(&self.work.requests));
         line("bytes", &get(&self.work.bytes));
+        line("marks_held", &self.marks_held.load(Ordering::Relaxed));
         line("delta_cache_hits", &hits);
         line("delta_cache_misses", &misses);
         line("delta_cache_hit_ratio", &format_args!("{ratio:.4}"));
         line("delta_cache_bytes", &cache.bytes());
         line("inflated_bytes", &cache.inflated_bytes());
         line("packs_mapped", &store.pack_count());
+        line("log_lines_dropped", &log_dropped);
         line("uptime_seconds", &format_args!("{:.3}", uptime.as_secs_f64()));
         out
     }
