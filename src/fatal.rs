@@ -30,7 +30,7 @@ fn carrier(byte: u8) -> char {
 }
 
 /// The bytes `message` stands for: each char of the reserved range becomes the byte it carries (see [`Bytes`]).
-pub fn message_bytes(message: &str) -> Vec<u8> {
+pub(crate) fn message_bytes(message: &str) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(message.len());
     let mut utf8 = [0; 4];
     for c in message.chars() {
@@ -44,7 +44,7 @@ pub fn message_bytes(message: &str) -> Vec<u8> {
 
 /// The bytes of one `<prefix><message>` line as git's `vreportf` would print it (prefix `fatal: `, `error: `
 /// or `warning: `), with the stream's bytes in `message` raw again.
-pub fn report_line(prefix: &str, message: &str) -> Vec<u8> {
+pub(crate) fn report_line(prefix: &str, message: &str) -> Vec<u8> {
     let mut line = Vec::with_capacity(prefix.len() + 1 + message.len().min(MAX_REPORT));
     line.extend_from_slice(prefix.as_bytes());
     line.extend_from_slice(&message_bytes(message));
@@ -59,7 +59,7 @@ pub fn report_line(prefix: &str, message: &str) -> Vec<u8> {
 }
 
 /// The bytes of one `fatal:` line, as git would print them for `message`.
-pub fn fatal_line(message: &str) -> Vec<u8> {
+pub(crate) fn fatal_line(message: &str) -> Vec<u8> {
     report_line("fatal: ", message)
 }
 
@@ -70,7 +70,7 @@ pub fn print_fatal(message: &str) {
 
 /// Shows bytes from the stream in a message without losing any: valid UTF-8 as is, every other byte (and every
 /// byte of a char in the reserved range) as the reserved char that [`report_line`] turns back into it.
-pub struct Bytes<'a>(pub &'a [u8]);
+pub(crate) struct Bytes<'a>(pub(crate) &'a [u8]);
 
 impl fmt::Display for Bytes<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

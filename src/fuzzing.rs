@@ -17,7 +17,7 @@ use crate::store::cache::SharedCache;
 use crate::store::{ObjectId, Resolver, Store, StoreOptions, delta, fuzz_api};
 
 /// The largest object the fuzzed store agrees to allocate.
-pub const MAX_OBJECT_SIZE: u64 = 1 << 20;
+pub(crate) const MAX_OBJECT_SIZE: u64 = 1 << 20;
 
 fn options() -> StoreOptions {
     StoreOptions { max_object_size: MAX_OBJECT_SIZE, max_chain_bytes: 8 << 20, ..StoreOptions::default() }
@@ -134,14 +134,14 @@ pub fn idx(repo: &FuzzRepo, data: &[u8]) {
 }
 
 /// `[i, 0, 0, …]`, the id of the `i`th object of a fuzzed pack.
-pub fn fake_id(i: u8) -> ObjectId {
+pub(crate) fn fake_id(i: u8) -> ObjectId {
     let mut bytes = [0u8; 20];
     bytes[0] = i;
     ObjectId::from_bytes_or_panic(&bytes)
 }
 
 /// A version-2 pack index for `entries` (sorted by id, offsets below 2^31), CRCs and own checksum zero.
-pub fn index_v2(entries: &[(ObjectId, u32)], pack_checksum: &[u8; 20]) -> Vec<u8> {
+pub(crate) fn index_v2(entries: &[(ObjectId, u32)], pack_checksum: &[u8; 20]) -> Vec<u8> {
     let mut sorted = entries.to_vec();
     sorted.sort();
     let mut out = vec![0xff, b't', b'O', b'c', 0, 0, 0, 2];

@@ -14,16 +14,19 @@
 //! ```
 //!
 //! `main.rs` only parses flags, calls [`fast_import::run`] and maps errors to exit codes.
+//!
+//! What is `pub` is what the binary, the tests, the benches and the fuzz targets use; the rest is the crate's own.
 #![deny(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod cli;
-pub mod engine;
+mod engine;
 pub mod fast_import;
 pub mod fatal;
 pub mod fuzzing;
 pub mod git_compat;
-pub mod line_reader;
-pub mod repo;
+mod line_reader;
+mod repo;
 pub mod response;
 pub mod server;
 pub mod settings;

@@ -6,7 +6,7 @@ use std::io::{self, Read};
 
 /// Longest command line accepted. git has no limit; real commands are an object id or a path, and a path is
 /// at most a few KiB, so this only stops runaway input.
-pub const MAX_LINE: usize = 64 << 20;
+pub(crate) const MAX_LINE: usize = 64 << 20;
 
 const BUFFER_SIZE: usize = 128 << 10;
 
@@ -19,7 +19,7 @@ pub enum ReadError {
 }
 
 /// Reads LF-terminated lines from `R` without any UTF-8 assumption.
-pub struct LineReader<R> {
+pub(crate) struct LineReader<R> {
     inner: R,
     buf: Box<[u8]>,
     start: usize,
@@ -29,7 +29,7 @@ pub struct LineReader<R> {
 }
 
 impl<R: Read> LineReader<R> {
-    pub fn new(inner: R) -> Self {
+    pub(crate) fn new(inner: R) -> Self {
         LineReader {
             inner,
             buf: vec![0; BUFFER_SIZE].into_boxed_slice(),
@@ -46,7 +46,7 @@ impl<R: Read> LineReader<R> {
     /// At the end of input, [`Self::line`] keeps git's quirk (`strbuf_getwholeline`): if the end had already
     /// been seen before this call, the previous line stays; otherwise it is emptied. git's error messages
     /// quote that buffer.
-    pub fn next_line(&mut self) -> Result<Option<&[u8]>, ReadError> {
+    pub(crate) fn next_line(&mut self) -> Result<Option<&[u8]>, ReadError> {
         if self.at_eof && self.start == self.end {
             return Ok(None);
         }
@@ -73,13 +73,13 @@ impl<R: Read> LineReader<R> {
     }
 
     /// The line most recently read (or left over at the end of input; see [`Self::next_line`]).
-    pub fn line(&self) -> &[u8] {
+    pub(crate) fn line(&self) -> &[u8] {
         &self.line
     }
 
     /// Reads up to `len` bytes of a data body, handing them to `sink` as they arrive, without ever holding
     /// more than one buffer of them. Returns how many bytes came before the end of input.
-    pub fn read_body<E: From<ReadError>>(
+    pub(crate) fn read_body<E: From<ReadError>>(
         &mut self,
         len: u64,
         mut sink: impl FnMut(&[u8]) -> Result<(), E>,
@@ -99,7 +99,7 @@ impl<R: Read> LineReader<R> {
 
     /// git's `skip_optional_lf`: consumes the next byte if it is LF. Like `fgetc`, looking at the end of
     /// input counts as reaching it.
-    pub fn skip_optional_lf(&mut self) -> Result<(), ReadError> {
+    pub(crate) fn skip_optional_lf(&mut self) -> Result<(), ReadError> {
         if self.start == self.end && !self.fill()? {
             return Ok(());
         }
@@ -111,13 +111,13 @@ impl<R: Read> LineReader<R> {
 
     /// Is more input already buffered? If not, the next command may not have been sent yet: a frontend may be
     /// waiting for the last response before it sends another.
-    pub fn has_buffered_input(&self) -> bool {
+    pub(crate) fn has_buffered_input(&self) -> bool {
         self.start < self.end
     }
 
     /// Has the input ended? True after a read returned nothing (so after a last line without LF, or after
     /// `next_line` returned `None`).
-    pub fn at_eof(&self) -> bool {
+    pub(crate) fn at_eof(&self) -> bool {
         self.at_eof
     }
 

@@ -25,11 +25,11 @@ use crossbeam_channel::{Receiver, Sender};
 
 use crate::response::encode::Response;
 use crate::response::writev::WriteError;
-pub use output::{LiveCounters, Output, OutputStats, PIPE_SIZE, Target};
+pub(crate) use output::{LiveCounters, Output, OutputStats, PIPE_SIZE, Target};
 
 /// Work that produces one response. Jobs run on resolver threads, each of which owns a `Worker` (scratch state
 /// such as a store resolver), or on the front end's thread with the front end's own worker.
-pub trait Job: Send {
+pub(crate) trait Job: Send {
     type Worker: Send;
     type Error: Send;
     fn run(self, worker: &mut Self::Worker) -> Result<Response, Self::Error>;
@@ -70,7 +70,7 @@ impl Default for EngineConfig {
 /// [`EngineConfig::inline_requests`] in the daemon. Starting three threads and joining them costs more than
 /// resolving a dozen small blobs from a warm cache (benches/daemon.sh: a 10-request stream through `connect`
 /// took 0.3–0.5 ms less this way).
-pub const DEFAULT_INLINE_REQUESTS: usize = 16;
+pub(crate) const DEFAULT_INLINE_REQUESTS: usize = 16;
 
 /// What a sequence number resolves to.
 enum Item<E> {
@@ -135,7 +135,7 @@ enum Workers<'scope, J: Job> {
 }
 
 /// A front end's handle on the engine, for one stream.
-pub struct Engine<'scope, J: Job> {
+pub(crate) struct Engine<'scope, J: Job> {
     shared: Arc<Shared<'scope>>,
     workers: Workers<'scope, J>,
     /// Jobs still to run on the front end's thread before the threads start.
@@ -151,7 +151,7 @@ where
 {
     /// An engine writing to `output`, whose resolver and writer threads start in `scope` when the stream proves
     /// long; each resolver thread gets a worker from `new_worker`.
-    pub fn new<'env>(
+    pub(crate) fn new<'env>(
         scope: &'scope Scope<'scope, 'env>,
         output: Output<'scope>,
         config: EngineConfig,
@@ -197,7 +197,7 @@ impl<'scope, J: Job> Engine<'scope, J> {
 
     /// Replaces the output fds; only valid while nothing is in flight (fast-import applies `--cat-blob-fd` after
     /// the stream's leading feature lines, before any response exists).
-    pub fn set_output(&mut self, output: Output<'scope>) {
+    pub(crate) fn set_output(&mut self, output: Output<'scope>) {
         debug_assert!(self.idle(), "the output changes before any response");
         let mut current = self.shared.output();
         let old = std::mem::replace(&mut *current, output);
@@ -205,13 +205,18 @@ impl<'scope, J: Job> Engine<'scope, J> {
     }
 
     /// Has a response failed (so nothing after it will be written)? The front end stops reading then.
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.shared.window().failed
     }
 
     /// Runs `job` for the next response. With `interactive` (the frontend waits for this reply), or early in the
     /// stream, and nothing in flight, it runs and is written right here with `worker`.
-    pub fn job(&mut self, job: J, worker: &mut J::Worker, interactive: bool) -> Result<(), EngineError<J::Error>> {
+    pub(crate) fn job(
+        &mut self,
+        job: J,
+        worker: &mut J::Worker,
+        interactive: bool,
+    ) -> Result<(), EngineError<J::Error>> {
         let early = !self.threads_running() && self.inline_left > 0;
         if (interactive || early) && self.idle() {
             self.inline_left = self.inline_left.saturating_sub(1);
@@ -224,7 +229,7 @@ impl<'scope, J: Job> Engine<'scope, J> {
     }
 
     /// Queues a response that is already known, in order.
-    pub fn ready(&mut self, response: Response, target: Target) -> Result<(), EngineError<J::Error>> {
+    pub(crate) fn ready(&mut self, response: Response, target: Target) -> Result<(), EngineError<J::Error>> {
         if self.idle() {
             return self.write_here(response, target);
         }
@@ -235,7 +240,7 @@ impl<'scope, J: Job> Engine<'scope, J> {
 
     /// Waits until every response handed out so far is written (for state that must not run ahead of the
     /// output, such as marks a fatal error would export).
-    pub fn drain(&mut self) -> Result<(), EngineError<J::Error>> {
+    pub(crate) fn drain(&mut self) -> Result<(), EngineError<J::Error>> {
         let mut window = self.shared.window();
         while window.in_flight > 0 && !window.failed {
             window = self.shared.wait(window);
@@ -249,7 +254,7 @@ impl<'scope, J: Job> Engine<'scope, J> {
 
     /// Ends the stream: waits until everything handed out is written, or until the first failure in request
     /// order (returned; nothing after it was written). Returns the output's counters too.
-    pub fn finish(mut self) -> (Result<(), EngineError<J::Error>>, OutputStats) {
+    pub(crate) fn finish(mut self) -> (Result<(), EngineError<J::Error>>, OutputStats) {
         let failure = self.close();
         let stats = self.shared.output().stats();
         (failure.map_or(Ok(()), Err), stats)

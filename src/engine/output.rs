@@ -8,11 +8,11 @@ use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
 
 /// The pipe buffer we ask for on the main fd (Linux's default `pipe-max-size`).
-pub const PIPE_SIZE: usize = 1 << 20;
+pub(crate) const PIPE_SIZE: usize = 1 << 20;
 
 /// Which fd a response goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// The responses' fd (the cat-blob fd).
     Main,
     /// fd 1 whatever the main fd is (fast-import's `progress` lines).
@@ -28,7 +28,7 @@ pub struct LiveCounters {
 
 /// What the output did over a stream.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct OutputStats {
+pub(crate) struct OutputStats {
     /// Bytes written to the main fd.
     pub bytes: u64,
     /// Answers for objects that do not exist.
@@ -38,7 +38,7 @@ pub struct OutputStats {
 }
 
 /// The two output fds, borrowed for `'fd` (or owned). When the main fd is stdout, one writer serves both.
-pub struct Output<'fd> {
+pub(crate) struct Output<'fd> {
     main: GatherWriter<FdSink<'fd>>,
     /// `None`: stdout is the main fd.
     stdout: Option<GatherWriter<FdSink<'fd>>>,
@@ -49,21 +49,21 @@ pub struct Output<'fd> {
 
 impl<'fd> Output<'fd> {
     /// Responses and stdout lines both to `stdout`.
-    pub fn new(stdout: impl Into<OutFd<'fd>>) -> Output<'fd> {
+    pub(crate) fn new(stdout: impl Into<OutFd<'fd>>) -> Output<'fd> {
         let main = FdSink::new(stdout);
         main.grow_pipe(PIPE_SIZE);
         Output { main: GatherWriter::new(main), stdout: None, stats: OutputStats::default(), live: None }
     }
 
     /// Responses to `main`, stdout lines to `stdout`.
-    pub fn split(main: impl Into<OutFd<'fd>>, stdout: impl Into<OutFd<'fd>>) -> Output<'fd> {
+    pub(crate) fn split(main: impl Into<OutFd<'fd>>, stdout: impl Into<OutFd<'fd>>) -> Output<'fd> {
         let mut output = Output::new(main);
         output.stdout = Some(GatherWriter::new(FdSink::new(stdout)));
         output
     }
 
     /// Adds every byte written to the main fd to `live` too.
-    pub fn count_bytes_into(mut self, live: Option<Arc<LiveCounters>>) -> Self {
+    pub(crate) fn count_bytes_into(mut self, live: Option<Arc<LiveCounters>>) -> Self {
         self.live = live;
         self
     }
@@ -113,7 +113,7 @@ impl<'fd> Output<'fd> {
         }
     }
 
-    pub fn stats(&self) -> OutputStats {
+    pub(crate) fn stats(&self) -> OutputStats {
         OutputStats { writev_calls: self.main.syscalls(), ..self.stats }
     }
 }

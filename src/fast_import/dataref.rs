@@ -18,7 +18,7 @@ pub enum Dataref {
 /// git's `parse_oid_hex_any` followed by the algorithm check of `parse_mapped_oid_hex`: the longest hash
 /// whose full length of hex digits starts `input` wins (SHA-256 before SHA-1), and it must be the
 /// repository's hash. Upper- and lower-case digits are accepted. Returns the id and what follows it.
-pub fn parse_oid_hex(input: &[u8], repo_hash: gix_hash::Kind) -> Option<(ObjectId, &[u8])> {
+pub(crate) fn parse_oid_hex(input: &[u8], repo_hash: gix_hash::Kind) -> Option<(ObjectId, &[u8])> {
     let matched = [gix_hash::Kind::Sha256, gix_hash::Kind::Sha1]
         .into_iter()
         .find(|kind| input.get(..kind.len_in_hex()).is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit)))?;
@@ -32,7 +32,7 @@ pub fn parse_oid_hex(input: &[u8], repo_hash: gix_hash::Kind) -> Option<(ObjectI
 
 /// git's `parse_mapped_oid_hex`: like [`parse_oid_hex`], but an id listed in the submodule rewrite map
 /// (`rewrite-submodules-from/to`) is translated, and may then be of the other hash.
-pub fn parse_mapped_oid_hex<'a>(
+pub(crate) fn parse_mapped_oid_hex<'a>(
     input: &'a [u8],
     repo_hash: gix_hash::Kind,
     rewrites: &HashMap<ObjectId, ObjectId>,
@@ -54,7 +54,7 @@ pub fn parse_mapped_oid_hex<'a>(
 
 /// git's `parse_mark_ref`: `input` starts with `:`; returns the mark and what follows its digits, or `None`
 /// when no digits follow (`No value after ':' in mark`).
-pub fn parse_mark_ref(input: &[u8]) -> Option<(u64, &[u8])> {
+pub(crate) fn parse_mark_ref(input: &[u8]) -> Option<(u64, &[u8])> {
     let after_colon = input.strip_prefix(b":")?;
     let (mark, consumed) = strtoumax(after_colon, 10)?;
     Some((mark, &after_colon[consumed..]))

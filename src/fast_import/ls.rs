@@ -86,7 +86,12 @@ const NO_DELTA: u16 = 0o4000;
 
 /// Answers `ls` whose arguments (after `ls `) are `arg`, on the command `line` (for messages). Returns the
 /// response line, LF included.
-pub fn ls(line: &[u8], arg: &[u8], objects: &mut dyn ObjectSource, options: &LsOptions) -> Result<Vec<u8>, LsError> {
+pub(crate) fn ls(
+    line: &[u8],
+    arg: &[u8],
+    objects: &mut dyn ObjectSource,
+    options: &LsOptions,
+) -> Result<Vec<u8>, LsError> {
     // `ls "<path>"` reads the tree of the commit being built; at the top level there is none.
     if arg.first() == Some(&b'"') {
         return Err(LsError::NotInCommit(line.to_vec()));

@@ -38,7 +38,7 @@ pub struct MarkLimits {
 
 /// The marks of one stream.
 #[derive(Debug, Default)]
-pub struct Marks {
+pub(crate) struct Marks {
     table: HashMap<u64, ObjectId>,
     limits: MarkLimits,
 }
@@ -52,13 +52,13 @@ impl Drop for Marks {
 }
 
 impl Marks {
-    pub fn with_limits(limits: MarkLimits) -> Marks {
+    pub(crate) fn with_limits(limits: MarkLimits) -> Marks {
         Marks { table: HashMap::new(), limits }
     }
 
     /// Defines or redefines a mark. Mark 0 is never stored (git only inserts `if (mark)`). A new mark past the
     /// limits is refused (the table is what grows without bound: about 100 bytes a mark).
-    pub fn insert(&mut self, mark: u64, id: ObjectId) -> Result<(), MarksError> {
+    pub(crate) fn insert(&mut self, mark: u64, id: ObjectId) -> Result<(), MarksError> {
         if mark == 0 {
             return Ok(());
         }
@@ -79,21 +79,13 @@ impl Marks {
         Ok(())
     }
 
-    pub fn get(&self, mark: u64) -> Option<ObjectId> {
+    pub(crate) fn get(&self, mark: u64) -> Option<ObjectId> {
         self.table.get(&mark).copied()
-    }
-
-    pub fn len(&self) -> usize {
-        self.table.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
     }
 
     /// Reads a marks file (`read_marks`): `Ok(false)` if it is missing and `ignore_missing` is set. Each id
     /// must name an object for which `exists` says yes.
-    pub fn import(
+    pub(crate) fn import(
         &mut self,
         path: &Path,
         ignore_missing: bool,
@@ -114,7 +106,7 @@ impl Marks {
     }
 
     /// The marks file's bytes: `:<mark> <hex>\n` per mark, ascending.
-    pub fn export_bytes(&self) -> Vec<u8> {
+    pub(crate) fn export_bytes(&self) -> Vec<u8> {
         let mut marks: Vec<_> = self.table.iter().collect();
         marks.sort_unstable_by_key(|(mark, _)| **mark);
         let mut out = Vec::with_capacity(marks.len() * 48);
@@ -134,7 +126,7 @@ impl Marks {
     /// Durable, unlike git: the lock file is synced before the rename and the directory after it, so that after a
     /// crash the old file or the new one is there, complete, never neither. The lock file never outlives a failed
     /// export, nor a process that stops through [`EXPORTS`].
-    pub fn export(&self, path: &Path) -> Result<(), String> {
+    pub(crate) fn export(&self, path: &Path) -> Result<(), String> {
         let show = |p: &Path| Bytes(p.as_os_str().as_encoded_bytes()).to_string();
         let Some(_exporting) = EXPORTS.begin() else {
             return Err(format!("unable to write marks file {}: the process is exiting", show(path)));
@@ -170,18 +162,18 @@ fn sync_directory(path: &Path) -> io::Result<()> {
 
 /// Marks exports in progress in this process, so that a process that stops (the daemon) can wait for them
 /// rather than leave a lock file, or nothing, where the marks file was.
-pub static EXPORTS: ExportGate = ExportGate::new();
+pub(crate) static EXPORTS: ExportGate = ExportGate::new();
 
 /// Counts exports in progress; once closed, lets none begin.
 #[derive(Debug)]
-pub struct ExportGate {
+pub(crate) struct ExportGate {
     state: Mutex<(bool, usize)>,
     idle: Condvar,
 }
 
 /// An export in progress; ends on drop.
 #[derive(Debug)]
-pub struct Exporting<'a>(&'a ExportGate);
+pub(crate) struct Exporting<'a>(&'a ExportGate);
 
 impl Drop for Exporting<'_> {
     fn drop(&mut self) {
@@ -191,7 +183,7 @@ impl Drop for Exporting<'_> {
 }
 
 impl ExportGate {
-    pub const fn new() -> ExportGate {
+    pub(crate) const fn new() -> ExportGate {
         ExportGate { state: Mutex::new((false, 0)), idle: Condvar::new() }
     }
 
@@ -200,7 +192,7 @@ impl ExportGate {
     }
 
     /// An export may begin, unless the gate is closed.
-    pub fn begin(&self) -> Option<Exporting<'_>> {
+    pub(crate) fn begin(&self) -> Option<Exporting<'_>> {
         let mut state = self.lock();
         if state.0 {
             return None;
@@ -210,7 +202,7 @@ impl ExportGate {
     }
 
     /// Lets no export begin from now on, and waits for those in progress to end.
-    pub fn close_and_wait(&self) {
+    pub(crate) fn close_and_wait(&self) {
         let mut state = self.lock();
         state.0 = true;
         while state.1 > 0 {
@@ -239,7 +231,7 @@ fn create_leading_directories(path: &Path) -> io::Result<()> {
 /// (so a file without newlines, even an endless one, fails on its first piece): each line must start with `:`,
 /// end with LF, hold a non-zero mark, exactly one SP, and a hex id of either hash. `each` sees every mark in
 /// order and may stop the reading with an error, as git dies on the line it is reading.
-pub fn read_marks(
+pub(crate) fn read_marks(
     mut input: impl BufRead,
     path: &Path,
     mut each: impl FnMut(u64, ObjectId) -> Result<(), MarksError>,
@@ -269,7 +261,7 @@ pub fn read_marks(
 }
 
 /// Opens and reads a whole marks file (see [`read_marks`]) into a list, for the submodule rewrite maps.
-pub fn read_marks_file(path: &Path) -> Result<Vec<(u64, ObjectId)>, MarksError> {
+pub(crate) fn read_marks_file(path: &Path) -> Result<Vec<(u64, ObjectId)>, MarksError> {
     let file = std::fs::File::open(path).map_err(|err| cannot_read(path, &err))?;
     let mut marks = Vec::new();
     read_marks(io::BufReader::new(file), path, |mark, id| {

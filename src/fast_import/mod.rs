@@ -2,10 +2,10 @@
 //! blobs), answer it, and write the answer in full before reading on. Writing each response before reading
 //! the next command is what lets an interactive frontend send one request and wait for its reply.
 pub mod command;
-pub mod dataref;
-pub mod ls;
-pub mod marks;
-pub mod options;
+pub(crate) mod dataref;
+pub(crate) mod ls;
+pub(crate) mod marks;
+pub(crate) mod options;
 
 use std::collections::HashMap;
 use std::io::{IoSlice, Read};
@@ -210,7 +210,7 @@ impl std::fmt::Display for Stats {
 type StreamEngine<'e, 's> = Engine<'e, CatBlob<'s>>;
 
 /// `cat-blob` of an object in the repository (git's `cat_blob`): the blob, `missing`, or fatal for another type.
-pub struct CatBlob<'s> {
+pub(crate) struct CatBlob<'s> {
     store: &'s Store,
     oid: ObjectId,
 }

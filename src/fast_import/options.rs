@@ -57,7 +57,7 @@ pub enum OptionError {
 
 /// Where a marks file option came from, and whether a missing file is fine.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImportMarks {
+pub(crate) struct ImportMarks {
     pub path: PathBuf,
     pub from_stream: bool,
     pub ignore_missing: bool,
@@ -65,7 +65,7 @@ pub struct ImportMarks {
 
 /// A `rewrite-submodules-from/to=<name>:<file>` option, with the marks its file held when the option was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SubmoduleRewrite {
+pub(crate) struct SubmoduleRewrite {
     pub name: Vec<u8>,
     pub marks: Vec<(u64, ObjectId)>,
 }
@@ -73,7 +73,7 @@ pub struct SubmoduleRewrite {
 /// Stream settings that features, options and flags change. Only what a reader acts on is kept; the rest is
 /// validated like git and ignored.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub cat_blob_fd: i32,
     pub allow_unsafe_features: bool,
     pub require_done: bool,
@@ -96,7 +96,7 @@ pub struct Settings {
 }
 
 impl Settings {
-    pub fn new(relative_marks_dir: PathBuf) -> Self {
+    pub(crate) fn new(relative_marks_dir: PathBuf) -> Self {
         Settings {
             cat_blob_fd: 1,
             allow_unsafe_features: false,
@@ -115,7 +115,7 @@ impl Settings {
     }
 
     /// `feature <name>` from the stream (`parse_feature`).
-    pub fn stream_feature(&mut self, feature: &[u8], seen_data_command: bool) -> Result<(), OptionError> {
+    pub(crate) fn stream_feature(&mut self, feature: &[u8], seen_data_command: bool) -> Result<(), OptionError> {
         if seen_data_command {
             return Err(OptionError::FeatureAfterData(feature.to_vec()));
         }
@@ -126,7 +126,7 @@ impl Settings {
     }
 
     /// `option git <name>` from the stream (`parse_option`).
-    pub fn stream_option(&mut self, option: &[u8], seen_data_command: bool) -> Result<(), OptionError> {
+    pub(crate) fn stream_option(&mut self, option: &[u8], seen_data_command: bool) -> Result<(), OptionError> {
         if seen_data_command {
             return Err(OptionError::OptionAfterData(option.to_vec()));
         }
@@ -138,7 +138,7 @@ impl Settings {
 
     /// git's `parse_argv`: every `--x` is tried as an option, then as a feature (without the unsafe gate),
     /// then as `cat-blob-fd=`.
-    pub fn apply_argv(&mut self, args: &[Vec<u8>]) -> Result<(), OptionError> {
+    pub(crate) fn apply_argv(&mut self, args: &[Vec<u8>]) -> Result<(), OptionError> {
         let mut consumed = 0;
         for arg in args {
             if !arg.starts_with(b"-") || arg == b"--" {

@@ -5,7 +5,7 @@ use super::strtoumax::strtoumax_errno;
 /// git's `git_parse_ulong`: C's `strtoumax(value, &end, 0)` (leading white space, an optional `+`, decimal,
 /// `0x` hex or `0` octal), then nothing or exactly one unit `k`, `m`, `g` (any case, powers of 1024). A `-`
 /// anywhere, no digits, another suffix or an overflow (before or after the unit) is an error.
-pub fn git_parse_ulong(value: &[u8]) -> Option<u64> {
+pub(crate) fn git_parse_ulong(value: &[u8]) -> Option<u64> {
     if value.is_empty() || value.contains(&b'-') {
         return None;
     }

@@ -3,14 +3,14 @@
 
 /// Why a quoted string could not be unquoted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UnquoteError {
+pub(crate) enum UnquoteError {
     /// Not starting with `"`, an unknown escape, a bad octal escape, or no closing quote.
     Invalid,
 }
 
 /// git's `unquote_c_style`: `input` starts with `"`; returns the unquoted bytes and what follows the closing
 /// quote. Escapes: `\a \b \f \n \r \t \v \\ \"` and three octal digits whose first is 0–3.
-pub fn unquote_c_style(input: &[u8]) -> Result<(Vec<u8>, &[u8]), UnquoteError> {
+pub(crate) fn unquote_c_style(input: &[u8]) -> Result<(Vec<u8>, &[u8]), UnquoteError> {
     let mut rest = input.strip_prefix(b"\"").ok_or(UnquoteError::Invalid)?;
     let mut out = Vec::with_capacity(rest.len());
     loop {
@@ -52,7 +52,7 @@ fn needs_quote(byte: u8, quote_path: bool) -> bool {
 
 /// git's `quote_c_style(name, out, NULL, 0)`: `name` as is when nothing needs quoting, else wrapped in `"…"`
 /// with C escapes and three-digit octal for other bytes.
-pub fn quote_c_style(name: &[u8], quote_path: bool, out: &mut Vec<u8>) {
+pub(crate) fn quote_c_style(name: &[u8], quote_path: bool, out: &mut Vec<u8>) {
     if !name.iter().any(|&b| needs_quote(b, quote_path)) {
         out.extend_from_slice(name);
         return;

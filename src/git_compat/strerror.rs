@@ -3,7 +3,7 @@ use std::io;
 
 /// An I/O error's text the way C's `strerror` gives it (`Bad file descriptor`), without the
 /// ` (os error 9)` that `io::Error`'s `Display` appends. Errors that did not come from the OS keep their message.
-pub fn strerror(err: &io::Error) -> String {
+pub(crate) fn strerror(err: &io::Error) -> String {
     let text = err.to_string();
     match err.raw_os_error() {
         Some(code) => match text.strip_suffix(&format!(" (os error {code})")) {

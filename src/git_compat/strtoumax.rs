@@ -3,7 +3,7 @@
 
 /// What one conversion reports: the value, where parsing stopped, and whether C would set `errno` to `ERANGE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Converted {
+pub(crate) struct Converted {
     /// The value; `u64::MAX` on overflow, negated modulo 2^64 after a `-`.
     pub value: u64,
     /// Bytes consumed (C's `end - s`).
@@ -14,7 +14,7 @@ pub struct Converted {
 
 /// C's `strtoumax(s, &end, base)` for base 0 (`0x` hex, `0` octal, else decimal) or 10: leading white space,
 /// an optional sign, then digits. Returns `None` when there are no digits (C then sets `end` back to `s`).
-pub fn strtoumax_errno(s: &[u8], base: u32) -> Option<Converted> {
+pub(crate) fn strtoumax_errno(s: &[u8], base: u32) -> Option<Converted> {
     assert!(base == 0 || base == 10, "only the bases git uses");
     let mut i = s.iter().take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')).count();
     let negative = s.get(i) == Some(&b'-');
@@ -44,13 +44,13 @@ pub fn strtoumax_errno(s: &[u8], base: u32) -> Option<Converted> {
 }
 
 /// [`strtoumax_errno`] without `errno`: the value and the bytes consumed, as most of git's callers use it.
-pub fn strtoumax(s: &[u8], base: u32) -> Option<(u64, usize)> {
+pub(crate) fn strtoumax(s: &[u8], base: u32) -> Option<(u64, usize)> {
     strtoumax_errno(s, base).map(|c| (c.value, c.end))
 }
 
 /// The check of git's `ulong_arg` (fast-import.c) around `strtoul(arg, &end, 0)`: the whole of `arg` is one
 /// number, and there is no `-` anywhere. `None` where git dies `<option>: argument must be a non-negative integer`.
-pub fn ulong_arg(arg: &[u8]) -> Option<u64> {
+pub(crate) fn ulong_arg(arg: &[u8]) -> Option<u64> {
     let (value, used) = strtoumax(arg, 0)?;
     (used == arg.len() && !arg.contains(&b'-')).then_some(value)
 }

@@ -23,7 +23,7 @@ const BACKOFF_FIRST: Duration = Duration::from_millis(10);
 const BACKOFF_MOST: Duration = Duration::from_secs(1);
 
 /// What the accept loop keeps between polls.
-pub struct Acceptor<'a> {
+pub(super) struct Acceptor<'a> {
     listener: &'a UnixListener,
     state: Arc<State>,
     next_id: u64,
@@ -36,7 +36,7 @@ pub struct Acceptor<'a> {
 }
 
 impl<'a> Acceptor<'a> {
-    pub fn new(listener: &'a UnixListener, state: Arc<State>) -> Acceptor<'a> {
+    pub(super) fn new(listener: &'a UnixListener, state: Arc<State>) -> Acceptor<'a> {
         Acceptor {
             listener,
             state,
@@ -49,13 +49,13 @@ impl<'a> Acceptor<'a> {
     }
 
     /// False while backing off after running out of fds.
-    pub fn backoff_over(&self, now: Instant) -> bool {
+    pub(super) fn backoff_over(&self, now: Instant) -> bool {
         self.backoff.is_none_or(|(until, _)| now >= until)
     }
 
     /// How long the loop may sleep before [`Acceptor::tick`] has work: the end of a backoff, or a rate-limited
     /// count to log.
-    pub fn next_timer(&self, now: Instant) -> Option<Duration> {
+    pub(super) fn next_timer(&self, now: Instant) -> Option<Duration> {
         let backoff = self.backoff.map(|(until, _)| until).filter(|until| *until > now);
         [backoff, self.refusals.due_at(), self.accept_failures.due_at()]
             .into_iter()
@@ -65,12 +65,12 @@ impl<'a> Acceptor<'a> {
     }
 
     /// Logs the counts of rate-limited lines whose period is over.
-    pub fn tick(&mut self, now: Instant) {
+    pub(super) fn tick(&mut self, now: Instant) {
         self.log_held(now, false);
     }
 
     /// Logs every count still held (at shutdown).
-    pub fn finish(&mut self) {
+    pub(super) fn finish(&mut self) {
         self.log_held(Instant::now(), true);
     }
 
@@ -85,7 +85,7 @@ impl<'a> Acceptor<'a> {
 
     /// Starts the connections deferred for want of fds, then (if `listener_ready`) accepts those waiting in the
     /// backlog while fewer than `limit` are open.
-    pub fn accept_ready(&mut self, limit: usize, listener_ready: bool) {
+    pub(super) fn accept_ready(&mut self, limit: usize, listener_ready: bool) {
         while let Some((id, stream, peer)) = self.deferred.pop_front() {
             if !self.start(id, stream, peer) {
                 return;
@@ -211,7 +211,7 @@ impl<'a> Acceptor<'a> {
 
     /// At shutdown: every client still in the backlog is answered `fatal: … shutting down` (it would otherwise
     /// see a reset), and logged.
-    pub fn refuse_backlog(&mut self) {
+    pub(super) fn refuse_backlog(&mut self) {
         let message = "the cat-blobd daemon is shutting down";
         let mut count = 0u64;
         for (_, stream, _) in self.deferred.drain(..) {

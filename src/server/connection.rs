@@ -39,7 +39,7 @@ use crate::fatal::Bytes;
 const LINGER: Duration = Duration::from_secs(1);
 
 #[derive(Debug, thiserror::Error)]
-pub enum ConnectionError {
+pub(super) enum ConnectionError {
     #[error("cannot read the connection: {0}")]
     Io(#[from] io::Error),
     #[error("bad hello: {0}")]
@@ -50,7 +50,7 @@ pub enum ConnectionError {
 
 /// What the accept loop and the shutdown keep of an open connection.
 #[derive(Debug)]
-pub struct Handle {
+pub(super) struct Handle {
     stream: Arc<UnixStream>,
     pub peer: Peer,
     pub cancel: Cancel,
@@ -61,7 +61,7 @@ pub struct Handle {
 }
 
 impl Handle {
-    pub fn new(stream: Arc<UnixStream>, peer: Peer) -> io::Result<Handle> {
+    pub(super) fn new(stream: Arc<UnixStream>, peer: Peer) -> io::Result<Handle> {
         let (plain, streaming) = (AtomicBool::new(false), AtomicBool::new(false));
         Ok(Handle { stream, peer, cancel: Cancel::new()?, plain, streaming })
     }
@@ -70,7 +70,7 @@ impl Handle {
     /// `fatal:` line after the responses already in flight). A plain connection is also shut down both ways, which
     /// ends a write blocked on a client that does not read; a `connect` client's socket only for reading, so that
     /// it still gets its exit status.
-    pub fn cut(&self) {
+    pub(super) fn cut(&self) {
         self.cancel.cancel(CancelReason::Shutdown);
         let how = if self.plain.load(Ordering::SeqCst) { Direction::Both } else { Direction::Read };
         let _ = self.stream.shutdown(how);
@@ -78,7 +78,7 @@ impl Handle {
 
     /// At a shutdown request: a connection still in its hello is told the daemon is shutting down (one waiting
     /// for a slot is told so by [`Slots::close`](super::slots::Slots::close)).
-    pub fn cut_unless_streaming(&self) {
+    pub(super) fn cut_unless_streaming(&self) {
         if !self.streaming.load(Ordering::SeqCst) {
             self.cancel.cancel(CancelReason::Shutdown);
         }
@@ -141,7 +141,7 @@ impl Record {
 }
 
 /// An accepted connection, run by [`Connection::run`] on its own thread.
-pub struct Connection {
+pub(super) struct Connection {
     pub id: u64,
     pub stream: Arc<UnixStream>,
     pub peer: Peer,
@@ -153,7 +153,7 @@ pub struct Connection {
 
 impl Connection {
     /// Serves the connection to its end and logs it. (Its peer's uid was checked by the accept loop.)
-    pub fn run(self) {
+    pub(super) fn run(self) {
         let started = Instant::now();
         let record = match self.open(self.accepted + self.state.hello_timeout) {
             Ok(Opening::Stats) => self.stats(),

@@ -53,7 +53,7 @@ enum Existing {
 
 /// The bound socket file; removed by [`SocketFile::remove`] or on drop, unless another file replaced it.
 #[derive(Debug)]
-pub struct SocketFile {
+pub(crate) struct SocketFile {
     path: PathBuf,
     id: Option<(u64, u64)>,
     /// The start-up lock, held while the daemon lives.
@@ -61,12 +61,12 @@ pub struct SocketFile {
 }
 
 impl SocketFile {
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Removes the socket file if it is still the one we bound (same device and inode).
-    pub fn remove(&mut self) {
+    pub(crate) fn remove(&mut self) {
         let Some(id) = self.id.take() else { return };
         if fs::symlink_metadata(&self.path).is_ok_and(|meta| (meta.dev(), meta.ino()) == id) {
             let _ = fs::remove_file(&self.path);
@@ -81,7 +81,7 @@ impl Drop for SocketFile {
 }
 
 /// Binds a listening socket at `path` with permissions `mode`, replacing a stale socket file.
-pub fn bind(path: &Path, mode: u32) -> Result<(UnixListener, SocketFile), ListenError> {
+pub(crate) fn bind(path: &Path, mode: u32) -> Result<(UnixListener, SocketFile), ListenError> {
     let io_error = |source: io::Error| ListenError::Io { path: path.to_owned(), source };
     let lock = lock(path)?;
     match probe(path).map_err(io_error)? {

@@ -25,9 +25,9 @@
 mod accept;
 pub mod client;
 mod connection;
-pub mod listener;
+pub(crate) mod listener;
 pub mod log;
-pub mod peer;
+pub(crate) mod peer;
 pub mod protocol;
 mod relay;
 pub mod shutdown;
@@ -37,7 +37,7 @@ mod stats;
 use std::collections::HashMap;
 use std::io;
 use std::os::unix::net::UnixListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -186,10 +186,6 @@ impl Server {
     /// Requests a graceful stop of [`Server::run`] (from another thread, or the signal thread).
     pub fn shutdown_handle(&self) -> Shutdown {
         self.shutdown.clone()
-    }
-
-    pub fn socket_path(&self) -> &Path {
-        self.socket.path()
     }
 
     pub fn logger(&self) -> Logger {

@@ -5,7 +5,7 @@ use std::os::fd::{AsFd, AsRawFd};
 
 /// The peer's credentials as the kernel recorded them at `connect`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Peer {
+pub(crate) struct Peer {
     pub uid: u32,
     pub gid: u32,
     pub pid: i32,
@@ -16,7 +16,7 @@ impl Peer {
     /// cannot see, which is why this reads `struct ucred` itself: rustix's `UCred` holds the pid as a non-zero
     /// type, and would be undefined behaviour there.
     #[allow(unsafe_code)]
-    pub fn of(socket: impl AsFd) -> io::Result<Peer> {
+    pub(crate) fn of(socket: impl AsFd) -> io::Result<Peer> {
         let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
         let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
         // SAFETY: `cred` and `len` are live locals; the kernel writes at most `len` bytes into `cred`, which is a
@@ -39,32 +39,32 @@ impl Peer {
 
 /// The daemon's own uid, and the others `--allow-uid` admits.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Access {
+pub(crate) struct Access {
     pub server_uid: u32,
     pub allowed_uids: Vec<u32>,
 }
 
 impl Access {
     /// The uid this process runs as, plus `allowed_uids`.
-    pub fn for_this_process(allowed_uids: Vec<u32>) -> Access {
+    pub(crate) fn for_this_process(allowed_uids: Vec<u32>) -> Access {
         Access { server_uid: rustix::process::geteuid().as_raw(), allowed_uids }
     }
 
     /// Only the daemon's own uid and the listed ones may connect (root gets no exception).
-    pub fn admits(&self, uid: u32) -> bool {
+    pub(crate) fn admits(&self, uid: u32) -> bool {
         uid == self.server_uid || self.allowed_uids.contains(&uid)
     }
 
     /// May a stream of `uid` name files, which the daemon would read or write with its own rights? Only the
     /// daemon's own uid may; for others the stream's `feature`s and `option git`s that name files fail too.
-    pub fn may_name_files(&self, uid: u32) -> bool {
+    pub(crate) fn may_name_files(&self, uid: u32) -> bool {
         uid == self.server_uid
     }
 
     /// The first flag in `args` that a peer of another uid may not pass, because it would have the daemon read
     /// or write a file with the daemon's rights: marks files, submodule rewrite files, pack edges, and
     /// `--allow-unsafe-features` (which lets the stream name marks files). Same-uid peers may pass anything.
-    pub fn refused_flag<'a>(&self, uid: u32, args: &'a [Vec<u8>]) -> Option<&'a [u8]> {
+    pub(crate) fn refused_flag<'a>(&self, uid: u32, args: &'a [Vec<u8>]) -> Option<&'a [u8]> {
         if self.may_name_files(uid) {
             return None;
         }

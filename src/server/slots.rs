@@ -4,7 +4,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// The slots, shared by the connection threads.
 #[derive(Debug)]
-pub struct Slots {
+pub(super) struct Slots {
     max: usize,
     state: Mutex<SlotState>,
     freed: Condvar,
@@ -20,7 +20,7 @@ struct SlotState {
 
 /// Why no slot was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoSlot {
+pub(super) enum NoSlot {
     /// All are taken (and the caller would not wait).
     Full,
     /// The daemon is shutting down.
@@ -29,7 +29,7 @@ pub enum NoSlot {
 
 /// A taken slot, given back on drop.
 #[derive(Debug)]
-pub struct Slot<'a>(&'a Slots);
+pub(super) struct Slot<'a>(&'a Slots);
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
@@ -39,7 +39,7 @@ impl Drop for Slot<'_> {
 }
 
 impl Slots {
-    pub fn new(max: usize) -> Slots {
+    pub(super) fn new(max: usize) -> Slots {
         Slots { max: max.max(1), state: Mutex::default(), freed: Condvar::new() }
     }
 
@@ -48,7 +48,7 @@ impl Slots {
     }
 
     /// Takes a slot; when all are taken, waits for one if `wait`, else fails with [`NoSlot::Full`].
-    pub fn take(&self, wait: bool) -> Result<Slot<'_>, NoSlot> {
+    pub(super) fn take(&self, wait: bool) -> Result<Slot<'_>, NoSlot> {
         let mut state = self.lock();
         state.waiting += 1;
         while !state.closed && state.used >= self.max && wait {
@@ -66,13 +66,13 @@ impl Slots {
     }
 
     /// Stops giving slots: every waiter and every later caller gets [`NoSlot::Closed`].
-    pub fn close(&self) {
+    pub(super) fn close(&self) {
         self.lock().closed = true;
         self.freed.notify_all();
     }
 
     /// (slots taken, connections waiting for one).
-    pub fn counts(&self) -> (usize, usize) {
+    pub(super) fn counts(&self) -> (usize, usize) {
         let state = self.lock();
         (state.used, state.waiting)
     }

@@ -11,7 +11,7 @@ use crate::store::Store;
 use crate::store::cache::SharedCache;
 
 #[derive(Debug, Default)]
-pub struct Counters {
+pub(super) struct Counters {
     /// Connections accepted and not yet closed (handshakes included).
     pub open: AtomicU64,
     /// Connections accepted since start (refused ones included).
@@ -30,13 +30,13 @@ pub struct Counters {
 }
 
 /// Adds to a counter.
-pub fn add(counter: &AtomicU64, n: u64) {
+pub(super) fn add(counter: &AtomicU64, n: u64) {
     counter.fetch_add(n, Ordering::Relaxed);
 }
 
 impl Counters {
     /// The `stats` answer: one `<name> <value>` per line.
-    pub fn render(&self, cache: &SharedCache, store: &Store, uptime: Duration, log_dropped: u64) -> String {
+    pub(super) fn render(&self, cache: &SharedCache, store: &Store, uptime: Duration, log_dropped: u64) -> String {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         let (hits, misses) = cache.hit_counts();
         let ratio = if hits + misses == 0 { 0.0 } else { hits as f64 / (hits + misses) as f64 };

@@ -13,7 +13,7 @@ use super::pack::EntryKey;
 use super::{Data, Object};
 
 /// What a byte-capped list holds, weighed by its bytes.
-pub trait Weighed: Clone {
+pub(crate) trait Weighed: Clone {
     fn bytes(&self) -> usize;
 }
 
@@ -34,7 +34,7 @@ impl Weighed for Data {
 /// everything else (chain roots before the pack knows its bases, and bases whose deltas were all served).
 /// Eviction takes from `other` first, so a pass that walks old chains cannot push out the bases that deltas
 /// further on in the stream will need; when nothing is known to be wanted, it is plain LRU, as git's.
-pub struct DeltaCache<V> {
+pub(crate) struct DeltaCache<V> {
     wanted: LruCache<EntryKey, V>,
     other: LruCache<EntryKey, V>,
     bytes: usize,
@@ -44,7 +44,7 @@ pub struct DeltaCache<V> {
 }
 
 impl<V: Weighed> DeltaCache<V> {
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         DeltaCache {
             wanted: LruCache::unbounded(),
             other: LruCache::unbounded(),
@@ -55,7 +55,7 @@ impl<V: Weighed> DeltaCache<V> {
         }
     }
 
-    pub fn get(&mut self, key: EntryKey) -> Option<V> {
+    pub(crate) fn get(&mut self, key: EntryKey) -> Option<V> {
         let found = self.wanted.get(&key).or_else(|| self.other.get(&key)).cloned();
         match found {
             Some(_) => self.hits += 1,
@@ -66,7 +66,7 @@ impl<V: Weighed> DeltaCache<V> {
 
     /// Keeps `value` (in the `wanted` list if deltas still wait for it) unless it alone is larger than the whole
     /// cache; evicts least recently used entries, others before wanted ones, to stay within the byte cap.
-    pub fn put(&mut self, key: EntryKey, value: V, wanted: bool) {
+    pub(crate) fn put(&mut self, key: EntryKey, value: V, wanted: bool) {
         if value.bytes() > self.capacity {
             return;
         }
@@ -82,25 +82,25 @@ impl<V: Weighed> DeltaCache<V> {
         }
     }
 
-    pub fn remove(&mut self, key: EntryKey) {
+    pub(crate) fn remove(&mut self, key: EntryKey) {
         if let Some(value) = self.wanted.pop(&key).or_else(|| self.other.pop(&key)) {
             self.bytes -= value.bytes();
         }
     }
 
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
 
     /// (hits, misses) since creation.
-    pub fn hit_counts(&self) -> (u64, u64) {
+    pub(crate) fn hit_counts(&self) -> (u64, u64) {
         (self.hits, self.misses)
     }
 }
 
 /// Whether a read leaves an object in the delta-base cache, and in which list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Keep {
+pub(crate) enum Keep {
     No,
     /// In the list evicted first.
     Other,
@@ -110,14 +110,14 @@ pub enum Keep {
 
 /// What one read keeps in the delta-base cache, and why. The reasons are measurements (README, Performance:
 /// 100,000 random ids of the benchmark corpus, direct runs).
-pub struct CachePolicy;
+pub(crate) struct CachePolicy;
 
 impl CachePolicy {
     /// The base a walk ended on, when the walk inflated it: kept if deltas are built on it. The deltas of this
     /// walk make it a chain root, which the next walks over the same chain start from (`Other`); deltas of its
     /// pack not served yet, once the pack knows its bases, make it wanted. In pack order a base comes thousands
     /// of requests before its deltas: knowing that took the first 30,000 blobs from 375 to 258 MB inflated.
-    pub fn root(deltas_above: bool, deltas_waiting: bool) -> Keep {
+    pub(crate) fn root(deltas_above: bool, deltas_waiting: bool) -> Keep {
         match (deltas_above, deltas_waiting) {
             (_, true) => Keep::Wanted,
             (true, false) => Keep::Other,
@@ -128,7 +128,7 @@ impl CachePolicy {
     /// The object asked for, when deltas built it: kept only if deltas of its pack still wait for it. The
     /// intermediates of a walk are never kept (git keeps them): in random order they push the roots out of the
     /// cache for nothing, since a root costs a whole inflate and an intermediate a few copies (6.8 → 5.1 s).
-    pub fn served(deltas_waiting: bool) -> Keep {
+    pub(crate) fn served(deltas_waiting: bool) -> Keep {
         if deltas_waiting { Keep::Wanted } else { Keep::No }
     }
 
@@ -136,7 +136,7 @@ impl CachePolicy {
     /// it any more. Only the object asked for counts as served: walking through a delta to reach another does
     /// not serve it, and in random order such walks would spend a root's count long before its deltas are asked
     /// for, and drop it (→ 4.2 s).
-    pub fn release_base(deltas_waiting_after: bool) -> bool {
+    pub(crate) fn release_base(deltas_waiting_after: bool) -> bool {
         !deltas_waiting_after
     }
 }

@@ -50,7 +50,7 @@ fn read_size(delta: &[u8], pos: &mut usize) -> Result<u64, DeltaError> {
 }
 
 /// The result size a delta declares, without applying it (to check limits before allocating).
-pub fn result_size(delta: &[u8]) -> Result<u64, DeltaError> {
+pub(crate) fn result_size(delta: &[u8]) -> Result<u64, DeltaError> {
     let mut pos = 0;
     read_size(delta, &mut pos)?;
     read_size(delta, &mut pos)
@@ -59,7 +59,7 @@ pub fn result_size(delta: &[u8]) -> Result<u64, DeltaError> {
 /// Applies `delta` to `base`, producing a new buffer of exactly the declared result size, refusing results
 /// larger than `limit` before allocating. The instructions are checked in a first pass that copies nothing,
 /// so a delta that declares more than it produces never has its declared size allocated.
-pub fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, DeltaError> {
+pub(crate) fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, DeltaError> {
     let mut pos = 0;
     let base_size = read_size(delta, &mut pos)?;
     if base_size != base.len() as u64 {

@@ -7,7 +7,7 @@
 use super::Damage;
 
 /// A per-thread inflater (libdeflate's decompressor holds scratch tables).
-pub struct Inflater {
+pub(super) struct Inflater {
     decompressor: libdeflater::Decompressor,
 }
 
@@ -20,7 +20,7 @@ impl Default for Inflater {
 impl Inflater {
     /// Inflates the zlib stream at the start of `input` (trailing bytes are ignored: they are the next pack
     /// entries) into exactly `size` bytes. A stream that inflates to any other size is damage.
-    pub fn zlib(&mut self, input: &[u8], size: usize) -> Result<Vec<u8>, Damage> {
+    pub(super) fn zlib(&mut self, input: &[u8], size: usize) -> Result<Vec<u8>, Damage> {
         // Zeroed allocation: large ones come from fresh, already-zero pages, so this costs little.
         let mut out = vec![0u8; size];
         match self.decompressor.zlib_decompress(input, &mut out) {

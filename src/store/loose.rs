@@ -11,13 +11,13 @@ use gix_hash::oid;
 use super::{Damage, Kind};
 
 /// Where a loose object would be stored under `objects_dir`.
-pub fn path(objects_dir: &Path, id: &oid) -> PathBuf {
+pub(super) fn path(objects_dir: &Path, id: &oid) -> PathBuf {
     let hex = id.to_hex().to_string();
     objects_dir.join(&hex[..2]).join(&hex[2..])
 }
 
 /// Reads the loose object at `path`: `Ok(None)` if there is no such file.
-pub fn read(path: &Path, limit: u64) -> Result<Option<(Kind, Vec<u8>)>, Damage> {
+pub(super) fn read(path: &Path, limit: u64) -> Result<Option<(Kind, Vec<u8>)>, Damage> {
     let compressed = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -28,7 +28,7 @@ pub fn read(path: &Path, limit: u64) -> Result<Option<(Kind, Vec<u8>)>, Damage> 
 
 /// Decodes a whole loose object file. Anything but exactly one zlib stream holding a valid header and
 /// exactly the announced number of bytes is damage (git 2.47 would print the wrong bytes; we refuse).
-pub fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), Damage> {
+pub(super) fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), Damage> {
     let mut zlib = Decompress::new(true);
     // The header is at most "<type> <20 digits>\0": 32 bytes is enough to see its NUL.
     let mut head = Vec::with_capacity(32);

@@ -5,19 +5,19 @@
 //! A miss rescans `objects/pack` once, since a `git repack` may have run meanwhile; packs that were already
 //! mapped stay readable even after their files are deleted.
 mod alternates;
-pub mod cache;
-pub mod delta;
+pub(crate) mod cache;
+pub(crate) mod delta;
 mod inflate;
 mod loose;
 mod pack;
 mod replace;
 mod resolve;
-pub mod stream;
+pub(crate) mod stream;
 #[cfg(test)]
 mod testpack;
 
-pub use pack::PackError;
-pub use replace::Replacements;
+pub(crate) use pack::PackError;
+pub(crate) use replace::Replacements;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -182,11 +182,11 @@ impl Resolver {
     }
 
     /// A resolver that uses (and fills) `cache`.
-    pub fn sharing(cache: SharedCache) -> Self {
+    pub(crate) fn sharing(cache: SharedCache) -> Self {
         Resolver { cache, inflater: Inflater::default() }
     }
 
-    pub fn cache(&self) -> &SharedCache {
+    pub(crate) fn cache(&self) -> &SharedCache {
         &self.cache
     }
 }
@@ -232,7 +232,7 @@ impl Store {
     }
 
     /// Number of packs currently mapped, over all object directories.
-    pub fn pack_count(&self) -> usize {
+    pub(crate) fn pack_count(&self) -> usize {
         self.dirs.iter().map(|dir| snapshot(dir).packs.len()).sum()
     }
 
@@ -250,7 +250,7 @@ impl Store {
     }
 
     /// Does the object (or its replacement) exist? Looks at indexes and file names only: nothing is inflated.
-    pub fn exists(&self, id: &oid) -> Result<bool, ReadError> {
+    pub(crate) fn exists(&self, id: &oid) -> Result<bool, ReadError> {
         let target = self.replacement(id)?;
         let found = |store: &Store| {
             target == gix_hash::ObjectId::empty_tree(store.hash)
@@ -282,7 +282,7 @@ impl Store {
     }
 
     /// Is `id` in any pack (not counting loose objects)?
-    pub fn in_pack(&self, id: &oid) -> bool {
+    pub(crate) fn in_pack(&self, id: &oid) -> bool {
         self.dirs.iter().any(|dir| snapshot(dir).packs.iter().any(|pack| pack.lookup(id).is_some()))
     }
 
@@ -431,9 +431,9 @@ fn replace_error(id: &oid, damage: Damage) -> ReadError {
 
 /// The decoders behind the store, for the fuzz targets and their replay in tests (`cat_blobd::fuzzing`).
 #[doc(hidden)]
-pub mod fuzz_api {
+pub(crate) mod fuzz_api {
     /// Decodes a whole loose object file (zlib of `<type> <size>\0<content>`), refusing sizes over `limit`.
-    pub fn decode_loose(compressed: &[u8], limit: u64) -> Result<(super::Kind, Vec<u8>), super::Damage> {
+    pub(crate) fn decode_loose(compressed: &[u8], limit: u64) -> Result<(super::Kind, Vec<u8>), super::Damage> {
         super::loose::decode(compressed, limit)
     }
 }

@@ -29,13 +29,13 @@ pub enum PackError {
 
 /// One entry of one pack, as the delta-base cache and cycle checks name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct EntryKey {
+pub(crate) struct EntryKey {
     /// [`Pack::id`].
     pub pack: u32,
     pub offset: u64,
 }
 
-pub struct Pack {
+pub(super) struct Pack {
     /// Unique within the store for its whole life (cache keys), never reused after a rescan.
     pub id: u32,
     pub index: gix_pack::index::File,
@@ -73,7 +73,7 @@ fn reads_before_base_scan(objects: u32) -> u32 {
 
 impl Pack {
     /// Opens `<name>.idx` and maps `<name>.pack`. Fails only when the index itself is unusable.
-    pub fn open(idx_path: &Path, id: u32, hash: gix_hash::Kind) -> Result<Pack, PackError> {
+    pub(super) fn open(idx_path: &Path, id: u32, hash: gix_hash::Kind) -> Result<Pack, PackError> {
         let index = gix_pack::index::File::at(idx_path, hash).map_err(PackError::Index)?;
         let pack_path = idx_path.with_extension("pack");
         let mtime = std::fs::metadata(&pack_path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
@@ -91,12 +91,12 @@ impl Pack {
     }
 
     /// The cache key of the entry at `offset`.
-    pub fn key(&self, offset: u64) -> EntryKey {
+    pub(super) fn key(&self, offset: u64) -> EntryKey {
         EntryKey { pack: self.id, offset }
     }
 
     /// Where `id` starts in the pack, if the index lists it.
-    pub fn lookup(&self, id: &oid) -> Option<u64> {
+    pub(super) fn lookup(&self, id: &oid) -> Option<u64> {
         let position = self.index.lookup(id)?;
         Some(self.index.pack_offset_at_index(position))
     }
@@ -106,7 +106,7 @@ impl Pack {
     }
 
     /// The entry header at `offset`.
-    pub fn entry(&self, offset: u64) -> Result<Entry, Damage> {
+    pub(super) fn entry(&self, offset: u64) -> Result<Entry, Damage> {
         let data = self.data()?;
         if offset >= data.pack_end() as u64 {
             return Err(Damage::Truncated);
@@ -116,7 +116,7 @@ impl Pack {
 
     /// Inflates the entry's stored bytes: the object itself, or a delta. Sizes over `limit` are refused
     /// before anything is allocated.
-    pub fn inflate(&self, entry: &Entry, inflater: &mut Inflater, limit: u64) -> Result<Vec<u8>, Damage> {
+    pub(super) fn inflate(&self, entry: &Entry, inflater: &mut Inflater, limit: u64) -> Result<Vec<u8>, Damage> {
         if entry.decompressed_size > limit {
             return Err(Damage::TooLarge { size: entry.decompressed_size, limit });
         }
@@ -130,13 +130,13 @@ impl Pack {
     /// what makes an object worth keeping in the delta-base cache after it was served: a base is asked for
     /// before the deltas built on it, often thousands of requests earlier. Until the scan is done, nothing
     /// counts (only chain roots are kept).
-    pub fn is_delta_base(&self, offset: u64) -> bool {
+    pub(super) fn is_delta_base(&self, offset: u64) -> bool {
         self.pending_deltas(offset).is_some_and(|pending| pending.load(Ordering::Relaxed) > 0)
     }
 
     /// Notes that a delta built on the base at `offset` was served; true when no delta of this pack waits for
     /// it any more, so the cache can let it go.
-    pub fn delta_built_from(&self, offset: u64) -> bool {
+    pub(super) fn delta_built_from(&self, offset: u64) -> bool {
         let Some(pending) = self.pending_deltas(offset) else { return false };
         // Only the last pending delta lets the base go: once the count is spent, later reads of the same
         // objects fall back to keeping the roots of each walk.
@@ -152,7 +152,7 @@ impl Pack {
 
     /// Counts a read of `pack`; the read that reaches [`reads_before_base_scan`] starts the background scan of
     /// its delta bases.
-    pub fn note_read(pack: &Arc<Pack>) {
+    pub(super) fn note_read(pack: &Arc<Pack>) {
         if pack.reads.fetch_add(1, Ordering::Relaxed) + 1 == reads_before_base_scan(pack.index.num_objects()) {
             let pack = Arc::clone(pack);
             std::thread::spawn(move || pack.index_delta_bases());
@@ -160,7 +160,7 @@ impl Pack {
     }
 
     /// Scans the pack's delta bases now, unless that was done already.
-    pub fn index_delta_bases(&self) {
+    pub(super) fn index_delta_bases(&self) {
         self.delta_bases.get_or_init(|| self.scan_delta_bases());
     }
 

@@ -26,7 +26,7 @@ enum Stored {
     Spilled { offset: u64, len: u64 },
 }
 
-pub struct StreamBlobs {
+pub(crate) struct StreamBlobs {
     blobs: HashMap<ObjectId, Stored>,
     memory_budget: usize,
     memory_used: usize,
@@ -36,7 +36,7 @@ pub struct StreamBlobs {
 
 /// One body being received, in memory or in the spill file. A counted body is hashed as it arrives (its
 /// header is known up front); a delimited one is hashed when it ends.
-pub struct BodyWriter<'a> {
+pub(crate) struct BodyWriter<'a> {
     blobs: &'a mut StreamBlobs,
     hash: gix_hash::Kind,
     /// Fed `blob <len>\0` and every piece, when the length was announced.
@@ -55,12 +55,12 @@ fn blob_header(len: u64) -> Vec<u8> {
 }
 
 impl StreamBlobs {
-    pub fn new(memory_budget: usize) -> Self {
+    pub(crate) fn new(memory_budget: usize) -> Self {
         StreamBlobs { blobs: HashMap::new(), memory_budget, memory_used: 0, spill: None, spill_len: 0 }
     }
 
     /// Starts a blob of `declared_len` bytes (a hint: delimited bodies do not know theirs).
-    pub fn begin(
+    pub(crate) fn begin(
         &mut self,
         hash: gix_hash::Kind,
         declared_len: Option<u64>,
@@ -80,7 +80,7 @@ impl StreamBlobs {
     }
 
     /// The content of a blob the stream defined, if any.
-    pub fn get(&self, id: &ObjectId) -> Result<Option<Data>, StreamBlobError> {
+    pub(crate) fn get(&self, id: &ObjectId) -> Result<Option<Data>, StreamBlobError> {
         match self.blobs.get(id) {
             None => Ok(None),
             Some(Stored::Memory(data)) => Ok(Some(Arc::clone(data))),
@@ -93,16 +93,8 @@ impl StreamBlobs {
         }
     }
 
-    pub fn contains(&self, id: &ObjectId) -> bool {
+    pub(crate) fn contains(&self, id: &ObjectId) -> bool {
         self.blobs.contains_key(id)
-    }
-
-    pub fn len(&self) -> usize {
-        self.blobs.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.blobs.is_empty()
     }
 
     fn spill_file(&mut self) -> Result<&mut File, StreamBlobError> {
@@ -130,7 +122,7 @@ impl BodyWriter<'_> {
     }
 
     /// Appends a piece of the body.
-    pub fn write(&mut self, piece: &[u8]) -> Result<(), StreamBlobError> {
+    pub(crate) fn write(&mut self, piece: &[u8]) -> Result<(), StreamBlobError> {
         if let Some((hasher, _)) = &mut self.hasher {
             hasher.update(piece);
         }
@@ -150,7 +142,7 @@ impl BodyWriter<'_> {
     }
 
     /// Stores the blob and returns its id: the hash of `blob <len>\0<body>` in the repository's hash.
-    pub fn finish(mut self) -> Result<ObjectId, StreamBlobError> {
+    pub(crate) fn finish(mut self) -> Result<ObjectId, StreamBlobError> {
         let id = match self.hasher.take() {
             Some((hasher, declared)) if declared == self.len => hasher.try_finalize(),
             _ => self.hash_after_the_fact()?,
@@ -230,6 +222,6 @@ mod tests {
             assert_eq!(blobs.get(&id).unwrap().unwrap().as_slice(), body.as_slice());
             assert!(blobs.memory_used <= 100);
         }
-        assert_eq!(blobs.len(), 20);
+        assert_eq!(blobs.blobs.len(), 20);
     }
 }

@@ -9,7 +9,7 @@ use flate2::write::ZlibEncoder;
 use super::{Kind, ObjectId};
 
 /// How an entry is stored.
-pub enum Stored {
+pub(super) enum Stored {
     Whole(Kind, Vec<u8>),
     /// A delta on the entry at this index of the same pack (written before it).
     Ofs(usize, Vec<u8>),
@@ -18,24 +18,24 @@ pub enum Stored {
 }
 
 /// A temporary object directory.
-pub struct Objects {
+pub(super) struct Objects {
     dir: tempfile::TempDir,
 }
 
 impl Objects {
-    pub fn new() -> Objects {
+    pub(super) fn new() -> Objects {
         let dir = tempfile::tempdir().expect("temporary directory");
         std::fs::create_dir_all(dir.path().join("pack")).expect("objects/pack");
         Objects { dir }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Writes a pack of `entries` (each with the id its index lists) and its index; returns the pack's path and
     /// where each entry starts.
-    pub fn add_pack(&self, name: &str, entries: &[(ObjectId, Stored)]) -> (PathBuf, Vec<u64>) {
+    pub(super) fn add_pack(&self, name: &str, entries: &[(ObjectId, Stored)]) -> (PathBuf, Vec<u64>) {
         let mut pack = b"PACK".to_vec();
         pack.extend_from_slice(&2u32.to_be_bytes());
         pack.extend_from_slice(&(entries.len() as u32).to_be_bytes());
@@ -66,7 +66,7 @@ impl Objects {
     }
 
     /// Writes a loose object.
-    pub fn add_loose(&self, kind: Kind, data: &[u8]) -> ObjectId {
+    pub(super) fn add_loose(&self, kind: Kind, data: &[u8]) -> ObjectId {
         let id = object_id(kind, data);
         let path = super::loose::path(self.path(), &id);
         std::fs::create_dir_all(path.parent().expect("fan-out directory")).expect("fan-out directory");
@@ -135,7 +135,7 @@ fn size(mut n: u64, out: &mut Vec<u8>) {
 }
 
 /// A delta that copies the first `keep` bytes of a base of `base_len` bytes, then inserts `insert`.
-pub fn delta(base_len: usize, keep: usize, insert: &[u8]) -> Vec<u8> {
+pub(super) fn delta(base_len: usize, keep: usize, insert: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     size(base_len as u64, &mut out);
     size((keep + insert.len()) as u64, &mut out);
@@ -150,7 +150,7 @@ pub fn delta(base_len: usize, keep: usize, insert: &[u8]) -> Vec<u8> {
     out
 }
 
-pub fn object_id(kind: Kind, data: &[u8]) -> ObjectId {
+pub(super) fn object_id(kind: Kind, data: &[u8]) -> ObjectId {
     gix_object::compute_hash(gix_hash::Kind::Sha1, kind, data).expect("hash")
 }
 
@@ -168,7 +168,7 @@ fn deflate(bytes: &[u8]) -> Vec<u8> {
 
 /// `contents` as a chain: the first whole, each next a delta on the one before (OFS_DELTA or REF_DELTA). Each
 /// content must start with the one before it.
-pub fn chain(contents: &[&[u8]], ofs: bool) -> Vec<(ObjectId, Stored)> {
+pub(super) fn chain(contents: &[&[u8]], ofs: bool) -> Vec<(ObjectId, Stored)> {
     let mut entries: Vec<(ObjectId, Stored)> = Vec::new();
     for (k, content) in contents.iter().enumerate() {
         let id = object_id(Kind::Blob, content);
