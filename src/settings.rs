@@ -10,6 +10,7 @@ use crate::cli;
 use crate::engine::{DEFAULT_INLINE_REQUESTS, EngineConfig};
 use crate::fast_import::SessionConfig;
 use crate::fast_import::ls::LsOptions;
+use crate::fast_import::write_through::WriteThrough;
 use crate::git_compat::parse_ulong::git_parse_ulong;
 use crate::repo::{RepoError, Repository};
 use crate::store::cache::SharedCache;
@@ -115,6 +116,9 @@ pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<Assembl
         may_name_files: true,
         live: None,
         mark_limits: Default::default(),
+        // A daemon's streams stay read-only: they would write with the daemon's rights.
+        write_through: (usage == Use::OneShot && !cli.read_only)
+            .then(|| WriteThrough { git_dir: repo.git_dir.clone() }),
     };
     Ok(Assembled { repo, store, stream })
 }

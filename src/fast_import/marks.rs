@@ -83,6 +83,16 @@ impl Marks {
         self.table.get(&mark).copied()
     }
 
+    /// Forgets a mark: something else (git) defines it now.
+    pub fn remove(&mut self, mark: u64) {
+        self.table.remove(&mark);
+    }
+
+    /// Every mark and the object it names, in no order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, ObjectId)> + '_ {
+        self.table.iter().map(|(mark, id)| (*mark, *id))
+    }
+
     pub fn len(&self) -> usize {
         self.table.len()
     }

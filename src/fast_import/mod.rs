@@ -6,6 +6,7 @@ pub mod dataref;
 pub mod ls;
 pub mod marks;
 pub mod options;
+pub mod write_through;
 
 use std::collections::HashMap;
 use std::io::{IoSlice, Read};
@@ -29,6 +30,7 @@ use crate::store::{Data, Kind, Object, ObjectId, ReadError, Resolver, Store, oid
 use ls::{LsError, LsOptions};
 use marks::{Marks, MarksError};
 use options::{ImportMarks, OptionError, Settings};
+use write_through::{Git, GitEnd, GitError, Reply, WriteThrough};
 
 /// Objects as the stream's read commands see them: blobs defined earlier in the stream first, then the
 /// repository (with replace refs applied), and the stream's marks.
@@ -91,6 +93,11 @@ pub enum SessionError {
          send streams that write history to git fast-import"
     )]
     WritesHistory(&'static str),
+    #[error(transparent)]
+    Git(GitError),
+    /// git fast-import, writing this stream, has exited (on an error of its own: its stderr says which).
+    #[error("git fast-import has exited")]
+    GitExited,
 }
 
 /// Everything a stream needs besides its input.
@@ -112,6 +119,8 @@ pub struct SessionConfig {
     pub live: Option<Arc<LiveCounters>>,
     /// How many marks the stream may hold (a server's caps; none in the one-shot binary, as in git).
     pub mark_limits: marks::MarkLimits,
+    /// Where writing commands go; `None` refuses them (`--read-only`).
+    pub write_through: Option<WriteThrough>,
 }
 
 /// Where a stream's output goes: `progress` to `stdout`, messages to `stderr`, responses to the cat-blob fd
@@ -162,6 +171,18 @@ pub enum Exit {
     Usage = 129,
 }
 
+impl Exit {
+    /// The kind of ending an exit status from git means.
+    fn of_code(code: u8) -> Exit {
+        match code {
+            0 => Exit::Success,
+            1 => Exit::Failure,
+            129 => Exit::Usage,
+            _ => Exit::Fatal,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Outcome {
     pub exit: Exit,
@@ -171,6 +192,16 @@ pub struct Outcome {
     /// The stream died writing to a frontend that had gone (EPIPE), where a process of its own would have been
     /// killed by SIGPIPE: no marks were exported, and a server tells its `connect` client to raise SIGPIPE.
     pub broken_pipe: bool,
+    /// git fast-import wrote this stream and its exit status (or 128 + the signal that killed it) is the
+    /// stream's.
+    pub git_exit: Option<u8>,
+}
+
+impl Outcome {
+    /// The process exit status the stream ends with.
+    pub fn code(&self) -> u8 {
+        self.git_exit.unwrap_or(self.exit as u8)
+    }
 }
 
 /// Counters for `--stats`.
@@ -277,6 +308,18 @@ struct Session<'a> {
     failure: bool,
     stats: Stats,
     live: Option<Arc<LiveCounters>>,
+    write_through: Option<WriteThrough>,
+    /// The stream's leading `feature` and `option git` lines, for git when it starts.
+    preamble: Vec<Vec<u8>>,
+    /// The command-line flags, for git when it starts.
+    git_args: Vec<Vec<u8>>,
+    git: Option<Git>,
+    /// How git ended, once it has.
+    git_status: Option<std::process::ExitStatus>,
+    /// The reader's line ended a writing command without belonging to it: it is the next command.
+    unread: bool,
+    /// git was started only to write the stream's blobs at its end.
+    persist_only: bool,
 }
 
 impl<'a> Session<'a> {
@@ -294,8 +337,10 @@ impl<'a> Session<'a> {
             store,
             resolver: Resolver::sharing(cache),
             settings,
-            args: config.fast_import_args,
+            args: config.fast_import_args.clone(),
             seen_data_command: false,
+            preamble: Vec::new(),
+            git_args: config.fast_import_args,
             marks: Marks::with_limits(config.mark_limits.clone()),
             blobs: StreamBlobs::new(config.stream_blob_memory),
             rewrites: HashMap::new(),
@@ -304,6 +349,11 @@ impl<'a> Session<'a> {
             failure: false,
             stats: Stats::default(),
             live: config.live,
+            write_through: config.write_through,
+            git: None,
+            git_status: None,
+            unread: false,
+            persist_only: false,
         }
     }
 
@@ -322,33 +372,48 @@ impl<'a> Session<'a> {
                 // An earlier response failed; `finish` reports it. git would not have read this far.
                 return Ok(());
             }
-            let line = request::c_string(reader.line());
+            let raw = reader.line().to_vec();
             let cx = Context { hash: self.store.object_hash(), rewrites: &self.rewrites };
-            match request::parse_command(line, cx)? {
+            let command = match request::parse_command(request::c_string(&raw), cx) {
+                Err(_) if self.writing() => return self.refused(&raw),
+                command => command?,
+            };
+            match command {
                 Command::Blob => self.blob(reader, engine)?,
                 Command::CatBlob(dataref) => {
                     let interactive = !reader.has_buffered_input();
-                    self.cat_blob(dataref, interactive, engine)?;
+                    self.cat_blob(dataref, interactive, &raw, engine)?;
                 }
                 Command::GetMark(mark) => {
                     self.count_request();
-                    let id = self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?;
-                    let mut line = id.to_hex().to_string().into_bytes();
-                    line.push(b'\n');
-                    engine.ready(Response::Line(line), Target::Main)?;
+                    match self.marks.get(mark) {
+                        Some(id) => {
+                            let mut line = id.to_hex().to_string().into_bytes();
+                            line.push(b'\n');
+                            engine.ready(Response::Line(line), Target::Main)?;
+                        }
+                        None if self.writing() => self.relay(&raw, Reply::Line, engine)?,
+                        None => return Err(SessionError::MarkNotDeclared(mark)),
+                    }
                 }
                 Command::Ls(arg) => {
-                    self.count_request();
-                    let (line, arg) = (line.to_vec(), arg.to_vec());
-                    let ls_options = self.ls;
-                    let response = ls::ls(&line, &arg, &mut self.objects(), &ls_options)?;
-                    engine.ready(Response::Line(response), Target::Main)?;
+                    let arg = arg.to_vec();
+                    self.ls(&raw, &arg, engine)?;
                 }
                 Command::Checkpoint => {
                     reader.skip_optional_lf()?;
-                    self.export_marks();
+                    self.checkpoint()?;
                 }
-                Command::Done => break,
+                Command::Done => {
+                    if let Some(git) = &mut self.git {
+                        // Without its LF at the very end, `done` still ends the stream early, for git too.
+                        git.send(&raw)?;
+                        if !reader.at_eof() {
+                            git.send(b"\n")?;
+                        }
+                    }
+                    break;
+                }
                 Command::Progress => {
                     // The raw line, NUL and all: git writes `command_buf.len` bytes.
                     let mut progress = reader.line().to_vec();
@@ -360,14 +425,19 @@ impl<'a> Session<'a> {
                     let feature = feature.to_vec();
                     self.settings.stream_feature(&feature, self.seen_data_command)?;
                     self.print_warnings();
+                    self.preamble.push(raw);
                 }
                 Command::OptionGit(option) => {
                     let option = option.to_vec();
                     self.settings.stream_option(&option, self.seen_data_command)?;
                     self.print_warnings();
+                    self.preamble.push(raw);
                 }
                 Command::OptionOther => {}
-                Command::Writes(command) => return Err(SessionError::WritesHistory(command)),
+                Command::Writes(command) if self.write_through.is_none() => {
+                    return Err(SessionError::WritesHistory(command));
+                }
+                Command::Writes(_) => self.write_command(reader, engine)?,
             }
         }
         if !self.seen_data_command {
@@ -391,6 +461,9 @@ impl<'a> Session<'a> {
     where
         'a: 'e,
     {
+        if std::mem::take(&mut self.unread) {
+            return Ok(true);
+        }
         loop {
             let Some(line) = reader.next_line()? else { return Ok(false) };
             if !self.seen_data_command && !line.starts_with(b"feature ") && !line.starts_with(b"option ") {
@@ -468,16 +541,26 @@ impl<'a> Session<'a> {
     where
         'a: 'e,
     {
+        self.forward(b"blob")?;
         self.next_command(reader, engine)?;
         let mut mark = 0;
         if let Some(number) = request::c_string(reader.line()).strip_prefix(b"mark :") {
             mark = strtoumax(number, 10).map_or(0, |(mark, _)| mark);
+            self.forward(reader.line())?;
             self.next_command(reader, engine)?;
         }
         if request::c_string(reader.line()).starts_with(b"original-oid ") {
+            self.forward(reader.line())?;
             self.next_command(reader, engine)?;
         }
-        let id = self.data(reader)?;
+        if self.writing() {
+            let line = reader.line().to_vec();
+            if !request::c_string(&line).starts_with(b"data ") {
+                return self.refused(&line);
+            }
+            self.forward(&line)?;
+        }
+        let id = self.data(reader, true)?.expect("kept");
         if mark != 0 && self.settings.export_marks.is_some() {
             // A response still in flight may yet fail, and git's die handler exports the marks as they were
             // then: define this mark only once everything before it has been written.
@@ -487,18 +570,37 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// `data <count>` or `data <<DELIM` and the body (git's `parse_data`), stored as a stream blob.
-    fn data<R: Read>(&mut self, reader: &mut LineReader<R>) -> Result<ObjectId, SessionError> {
+    /// `data <count>` or `data <<DELIM` and the body (git's `parse_data`), stored as a stream blob if `keep`
+    /// (and then returned), and streamed on to git if it runs (the `data` line itself is the caller's to send).
+    fn data<R: Read>(&mut self, reader: &mut LineReader<R>, keep: bool) -> Result<Option<ObjectId>, SessionError> {
         let raw = reader.line().to_vec();
         let line = request::c_string(&raw);
         let spec = line.strip_prefix(b"data ").ok_or_else(|| SessionError::ExpectedData(line.to_vec()))?;
         let hash = self.store.object_hash();
-        let id = if spec.starts_with(b"<<") {
+        let delimited = spec.starts_with(b"<<");
+        // `strtoumax` with no checks: `data abc` is 0 bytes, `data 3x` is 3.
+        let len = if delimited { None } else { Some(strtoumax(spec, 10).map_or(0, |(len, _)| len)) };
+        let mut body = if keep { Some(self.blobs.begin(hash, len)?) } else { None };
+        let mut git = self.git.as_mut();
+        let mut sink = |piece: &[u8]| -> Result<(), SessionError> {
+            if let Some(body) = &mut body {
+                body.write(piece)?;
+            }
+            if let Some(git) = &mut git {
+                git.send(piece)?;
+            }
+            Ok(())
+        };
+        if let Some(len) = len {
+            let arrived = reader.read_body::<SessionError>(len, &mut sink)?;
+            if arrived < len {
+                return Err(SessionError::EofInData(len - arrived));
+            }
+        } else {
             // git keeps the delimiter as a C string but its length from the whole line: a body line ends the
             // data when it is as long as everything after `<<` and equal to the delimiter up to its NUL.
             let full_delimiter = &raw[b"data <<".len()..];
             let delimiter = request::c_string(full_delimiter);
-            let mut body = self.blobs.begin(hash, None)?;
             loop {
                 match reader.next_line()? {
                     None => return Err(SessionError::EofInDelimitedData(delimiter.to_vec())),
@@ -508,22 +610,16 @@ impl<'a> Session<'a> {
                         break;
                     }
                     Some(body_line) => {
-                        body.write(body_line)?;
-                        body.write(b"\n")?;
+                        sink(body_line)?;
+                        sink(b"\n")?;
                     }
                 }
             }
-            body.finish()?
-        } else {
-            // `strtoumax` with no checks: `data abc` is 0 bytes, `data 3x` is 3.
-            let len = strtoumax(spec, 10).map_or(0, |(len, _)| len);
-            let mut body = self.blobs.begin(hash, Some(len))?;
-            let arrived = reader.read_body::<SessionError>(len, |piece| Ok(body.write(piece)?))?;
-            if arrived < len {
-                return Err(SessionError::EofInData(len - arrived));
+            if let Some(git) = &mut git {
+                git.send_line(full_delimiter)?;
             }
-            body.finish()?
-        };
+        }
+        let id = body.map(|body| body.finish()).transpose()?;
         reader.skip_optional_lf()?;
         Ok(id)
     }
@@ -537,12 +633,20 @@ impl<'a> Session<'a> {
 
     /// `cat-blob <dataref>` (git's `parse_cat_blob` + `cat_blob`): a blob the stream defined is answered here,
     /// anything else by the engine.
-    fn cat_blob(
+    fn cat_blob<'e>(
         &mut self,
         dataref: Dataref,
         interactive: bool,
-        engine: &mut StreamEngine<'_, 'a>,
-    ) -> Result<(), SessionError> {
+        line: &[u8],
+        engine: &mut StreamEngine<'e, 'a>,
+    ) -> Result<(), SessionError>
+    where
+        'a: 'e,
+    {
+        if self.cat_blob_relayed(dataref, line, engine)? {
+            self.count_request();
+            return Ok(());
+        }
         let oid = match dataref {
             Dataref::Oid(oid) => oid,
             Dataref::Mark(mark) => self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?,
@@ -552,6 +656,37 @@ impl<'a> Session<'a> {
             return Ok(engine.ready(Response::blob(&oid, data), Target::Main)?);
         }
         Ok(engine.job(CatBlob { store: self.store, oid }, &mut self.resolver, interactive)?)
+    }
+
+    /// `ls <dataref> <path>` (git's `parse_ls`). While git writes the stream, what cannot be answered from the
+    /// repository and the stream's blobs (a tree git built, a commit mark) is git's to answer, or to die on.
+    fn ls<'e>(&mut self, raw: &[u8], arg: &[u8], engine: &mut StreamEngine<'e, 'a>) -> Result<(), SessionError>
+    where
+        'a: 'e,
+    {
+        self.count_request();
+        let line = request::c_string(raw).to_vec();
+        let ls_options = self.ls;
+        match ls::ls(&line, arg, &mut self.objects(), &ls_options) {
+            Ok(response) => Ok(engine.ready(Response::Line(response), Target::Main)?),
+            // Damage is never git's to paper over.
+            Err(LsError::Read(err)) => Err(err.into()),
+            Err(_) if self.writing() => self.relay(raw, Reply::Line, engine),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// `checkpoint`: git's while it runs (and it starts if marks naming the stream's blobs are to be exported);
+    /// otherwise the marks are exported here.
+    fn checkpoint(&mut self) -> Result<(), SessionError> {
+        if self.must_persist_blobs() {
+            self.start_git()?;
+        }
+        if self.writing() {
+            return self.git_checkpoint();
+        }
+        self.export_marks();
+        Ok(())
     }
 
     fn objects(&mut self) -> Objects<'_> {
@@ -566,26 +701,41 @@ impl<'a> Session<'a> {
 
     /// The stream's end after everything is written: messages, marks export and exit status as git's.
     fn end(mut self, result: Result<(), SessionError>, started: Instant) -> Outcome {
-        let (mut fatal, mut broken_pipe) = (None, false);
+        let result = self.persist_blobs(result);
+        let (mut fatal, mut broken_pipe, mut git_exit) = (None, false, None);
         let exit = match result {
-            Ok(()) => {
-                self.export_marks();
-                if self.failure { Exit::Failure } else { Exit::Success }
-            }
+            Ok(()) => match self.end_git(GitEnd::Finish) {
+                Some(code) => {
+                    git_exit = Some(code);
+                    Exit::of_code(code)
+                }
+                None => {
+                    self.export_marks();
+                    if self.failure { Exit::Failure } else { Exit::Success }
+                }
+            },
             Err(SessionError::Option(OptionError::Usage)) => {
                 self.message(format!("{}\n", OptionError::Usage).as_bytes());
                 Exit::Usage
             }
             Err(err) => {
                 broken_pipe = matches!(&err, SessionError::Write(write) if write.is_broken_pipe());
-                let message = err.to_string();
-                self.message(&fatal_line(&message));
-                fatal = Some(message);
-                // git's die handler still writes the marks file; death by SIGPIPE does not.
-                if !broken_pipe {
-                    self.export_marks();
+                if let Some(code) = self.git_reported(&err, broken_pipe) {
+                    // git died on the same stream and said why on stderr.
+                    git_exit = Some(code);
+                    fatal = Some(format!("git fast-import exited with status {code}"));
+                    Exit::of_code(code)
+                } else {
+                    let message = err.to_string();
+                    self.message(&fatal_line(&message));
+                    fatal = Some(message);
+                    // git's die handler still writes the marks file; death by SIGPIPE does not.
+                    let git = self.end_git(if broken_pipe { GitEnd::Kill } else { GitEnd::Abort });
+                    if git.is_none() && !broken_pipe {
+                        self.export_marks();
+                    }
+                    Exit::Fatal
                 }
-                Exit::Fatal
             }
         };
         let mut stats = self.stats();
@@ -593,7 +743,7 @@ impl<'a> Session<'a> {
         if self.settings.stats && exit != Exit::Fatal {
             self.message(stats.to_string().as_bytes());
         }
-        Outcome { exit, stats, fatal, broken_pipe }
+        Outcome { exit, stats, fatal, broken_pipe, git_exit }
     }
 
     /// Writes the marks file if one is configured and the import (if any) was read (git's `dump_marks`).

@@ -97,6 +97,11 @@ impl StreamBlobs {
         self.blobs.contains_key(id)
     }
 
+    /// The ids of every blob the stream defined, in no order.
+    pub fn ids(&self) -> impl Iterator<Item = &ObjectId> {
+        self.blobs.keys()
+    }
+
     pub fn len(&self) -> usize {
         self.blobs.len()
     }
