@@ -2,10 +2,13 @@
 //! blobs), answer it, and write the answer in full before reading on. Writing each response before reading
 //! the next command is what lets an interactive frontend send one request and wait for its reply.
 pub mod command;
+mod data;
 pub mod dataref;
 pub mod ls;
 pub mod marks;
+mod objects;
 pub mod options;
+mod outcome;
 pub mod write_through;
 
 use std::collections::HashMap;
@@ -14,44 +17,25 @@ use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::engine::{Engine, EngineConfig, EngineError, Job, LiveCounters, Output, Target};
 use crate::fast_import::command::{self as request, Command, Context, ParseError};
 use crate::fast_import::dataref::Dataref;
 use crate::fatal::{Bytes, fatal_line, report_line};
-use crate::git_compat::strtoumax::strtoumax;
 use crate::line_reader::{self, LineReader};
 use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
 use crate::store::cache::SharedCache;
 use crate::store::stream::{StreamBlobError, StreamBlobs};
-use crate::store::{Data, Kind, Object, ObjectId, ReadError, Resolver, Store, oid};
+use crate::store::{Kind, ObjectId, ReadError, Resolver, Store};
 use ls::{LsError, LsOptions};
 use marks::{Marks, MarksError};
+pub use objects::ObjectSource;
+use objects::{Objects, written_blob};
 use options::{ImportMarks, OptionError, Settings};
+pub use outcome::{Exit, Outcome, Stats};
 use write_through::{Git, GitEnd, GitError, Reply, WriteThrough};
-
-/// Objects as the stream's read commands see them: blobs defined earlier in the stream first, then the
-/// repository (with replace refs applied), and the stream's marks.
-pub trait ObjectSource {
-    /// The repository's hash: ids of any other length are invalid datarefs.
-    fn object_hash(&self) -> gix_hash::Kind;
-    /// The object a mark names, if the mark was declared (defined in the stream or imported).
-    fn mark(&self, mark: u64) -> Option<ObjectId>;
-    /// Reads an object: `Ok(None)` if it does not exist, an error if it exists but is damaged.
-    fn read(&mut self, id: &oid) -> Result<Option<Object>, ReadError>;
-    /// Did this stream write `id` (into git's in-progress pack), rather than find it in an existing pack? git's
-    /// `load_tree` says `not a tree` for such an object that is not a tree, and `can't load tree` otherwise.
-    fn written_by_stream(&self, _id: &oid) -> bool {
-        false
-    }
-    /// git's `parse_mapped_oid_hex` for this stream: a full id of the repository's hash, or one that the
-    /// submodule rewrite map translates. Returns the id and what follows it.
-    fn parse_oid<'i>(&self, input: &'i [u8]) -> Option<(ObjectId, &'i [u8])> {
-        crate::fast_import::dataref::parse_oid_hex(input, self.object_hash())
-    }
-}
 
 /// What makes a stream end with `fatal:` (exit 128), or with usage (exit 129).
 #[derive(Debug, thiserror::Error)]
@@ -158,81 +142,6 @@ impl<'fd> StreamIo<'fd> {
             },
         };
         Output::split(fd, self.stdout)
-    }
-}
-
-/// How a stream ended, as git fast-import's exit status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    Success = 0,
-    /// The marks file could not be written (`error:` was printed).
-    Failure = 1,
-    Fatal = 128,
-    Usage = 129,
-}
-
-impl Exit {
-    /// The kind of ending an exit status from git means.
-    fn of_code(code: u8) -> Exit {
-        match code {
-            0 => Exit::Success,
-            1 => Exit::Failure,
-            129 => Exit::Usage,
-            _ => Exit::Fatal,
-        }
-    }
-}
-
-#[derive(Debug)]
-pub struct Outcome {
-    pub exit: Exit,
-    pub stats: Stats,
-    /// The `fatal:` message (without prefix), if the stream died: for logs where stderr goes nowhere.
-    pub fatal: Option<String>,
-    /// The stream died writing to a frontend that had gone (EPIPE), where a process of its own would have been
-    /// killed by SIGPIPE: no marks were exported, and a server tells its `connect` client to raise SIGPIPE.
-    pub broken_pipe: bool,
-    /// git fast-import wrote this stream and its exit status (or 128 + the signal that killed it) is the
-    /// stream's.
-    pub git_exit: Option<u8>,
-}
-
-impl Outcome {
-    /// The process exit status the stream ends with.
-    pub fn code(&self) -> u8 {
-        self.git_exit.unwrap_or(self.exit as u8)
-    }
-}
-
-/// Counters for `--stats`.
-#[derive(Debug, Clone, Default)]
-pub struct Stats {
-    pub requests: u64,
-    pub missing: u64,
-    /// Bytes written to the cat-blob fd.
-    pub bytes: u64,
-    pub writev_calls: u64,
-    pub inflated_bytes: u64,
-    pub cache_hits: u64,
-    pub cache_misses: u64,
-    pub elapsed: Duration,
-}
-
-impl std::fmt::Display for Stats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let secs = self.elapsed.as_secs_f64();
-        let mb = self.bytes as f64 / 1e6;
-        let lookups = (self.cache_hits + self.cache_misses).max(1);
-        writeln!(f, "cat-blobd statistics:")?;
-        writeln!(f, "  requests:      {} ({} missing)", self.requests, self.missing)?;
-        writeln!(f, "  bytes written: {} ({:.1} MB) in {} writev calls", self.bytes, mb, self.writev_calls)?;
-        writeln!(f, "  elapsed:       {:.3} s, {:.1} MB/s", secs, if secs > 0.0 { mb / secs } else { 0.0 })?;
-        writeln!(
-            f,
-            "  delta cache:   {:.1}% hits, {:.1} MB inflated",
-            100.0 * self.cache_hits as f64 / lookups as f64,
-            self.inflated_bytes as f64 / 1e6
-        )
     }
 }
 
@@ -532,98 +441,6 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// `blob`, `mark :N`?, `original-oid <any>`?, `data …` (git's `parse_new_blob`).
-    fn blob<'e, R: Read>(
-        &mut self,
-        reader: &mut LineReader<R>,
-        engine: &mut StreamEngine<'e, 'a>,
-    ) -> Result<(), SessionError>
-    where
-        'a: 'e,
-    {
-        self.forward(b"blob")?;
-        self.next_command(reader, engine)?;
-        let mut mark = 0;
-        if let Some(number) = request::c_string(reader.line()).strip_prefix(b"mark :") {
-            mark = strtoumax(number, 10).map_or(0, |(mark, _)| mark);
-            self.forward(reader.line())?;
-            self.next_command(reader, engine)?;
-        }
-        if request::c_string(reader.line()).starts_with(b"original-oid ") {
-            self.forward(reader.line())?;
-            self.next_command(reader, engine)?;
-        }
-        if self.writing() {
-            let line = reader.line().to_vec();
-            if !request::c_string(&line).starts_with(b"data ") {
-                return self.refused(&line);
-            }
-            self.forward(&line)?;
-        }
-        let id = self.data(reader, true)?.expect("kept");
-        if mark != 0 && self.settings.export_marks.is_some() {
-            // A response still in flight may yet fail, and git's die handler exports the marks as they were
-            // then: define this mark only once everything before it has been written.
-            engine.drain()?;
-        }
-        self.marks.insert(mark, id)?;
-        Ok(())
-    }
-
-    /// `data <count>` or `data <<DELIM` and the body (git's `parse_data`), stored as a stream blob if `keep`
-    /// (and then returned), and streamed on to git if it runs (the `data` line itself is the caller's to send).
-    fn data<R: Read>(&mut self, reader: &mut LineReader<R>, keep: bool) -> Result<Option<ObjectId>, SessionError> {
-        let raw = reader.line().to_vec();
-        let line = request::c_string(&raw);
-        let spec = line.strip_prefix(b"data ").ok_or_else(|| SessionError::ExpectedData(line.to_vec()))?;
-        let hash = self.store.object_hash();
-        let delimited = spec.starts_with(b"<<");
-        // `strtoumax` with no checks: `data abc` is 0 bytes, `data 3x` is 3.
-        let len = if delimited { None } else { Some(strtoumax(spec, 10).map_or(0, |(len, _)| len)) };
-        let mut body = if keep { Some(self.blobs.begin(hash, len)?) } else { None };
-        let mut git = self.git.as_mut();
-        let mut sink = |piece: &[u8]| -> Result<(), SessionError> {
-            if let Some(body) = &mut body {
-                body.write(piece)?;
-            }
-            if let Some(git) = &mut git {
-                git.send(piece)?;
-            }
-            Ok(())
-        };
-        if let Some(len) = len {
-            let arrived = reader.read_body::<SessionError>(len, &mut sink)?;
-            if arrived < len {
-                return Err(SessionError::EofInData(len - arrived));
-            }
-        } else {
-            // git keeps the delimiter as a C string but its length from the whole line: a body line ends the
-            // data when it is as long as everything after `<<` and equal to the delimiter up to its NUL.
-            let full_delimiter = &raw[b"data <<".len()..];
-            let delimiter = request::c_string(full_delimiter);
-            loop {
-                match reader.next_line()? {
-                    None => return Err(SessionError::EofInDelimitedData(delimiter.to_vec())),
-                    Some(body_line)
-                        if body_line.len() == full_delimiter.len() && request::c_string(body_line) == delimiter =>
-                    {
-                        break;
-                    }
-                    Some(body_line) => {
-                        sink(body_line)?;
-                        sink(b"\n")?;
-                    }
-                }
-            }
-            if let Some(git) = &mut git {
-                git.send_line(full_delimiter)?;
-            }
-        }
-        let id = body.map(|body| body.finish()).transpose()?;
-        reader.skip_optional_lf()?;
-        Ok(id)
-    }
-
     fn count_request(&mut self) {
         self.stats.requests += 1;
         if let Some(live) = &self.live {
@@ -773,57 +590,4 @@ impl<'a> Session<'a> {
         let (cache_hits, cache_misses) = self.resolver.cache().hit_counts();
         Stats { inflated_bytes: self.resolver.cache().inflated_bytes(), cache_hits, cache_misses, ..self.stats.clone() }
     }
-}
-
-/// The stream's view of objects for one command: stream blobs, then the store.
-struct Objects<'s> {
-    store: &'s Store,
-    resolver: &'s mut Resolver,
-    blobs: &'s StreamBlobs,
-    marks: &'s Marks,
-    rewrites: &'s HashMap<ObjectId, ObjectId>,
-}
-
-impl ObjectSource for Objects<'_> {
-    fn object_hash(&self) -> gix_hash::Kind {
-        self.store.object_hash()
-    }
-
-    fn mark(&self, mark: u64) -> Option<ObjectId> {
-        self.marks.get(mark)
-    }
-
-    fn read(&mut self, id: &oid) -> Result<Option<Object>, ReadError> {
-        match written_blob(self.blobs, self.store, id) {
-            Ok(Some(data)) => return Ok(Some(Object { kind: Kind::Blob, data })),
-            Ok(None) => {}
-            Err(err) => {
-                return Err(ReadError {
-                    oid: id.to_owned(),
-                    location: crate::store::Location::StreamBlobs,
-                    damage: crate::store::Damage::StreamBlob(Arc::new(err)),
-                });
-            }
-        }
-        self.store.read(id, self.resolver)
-    }
-
-    fn parse_oid<'i>(&self, input: &'i [u8]) -> Option<(ObjectId, &'i [u8])> {
-        crate::fast_import::dataref::parse_mapped_oid_hex(input, self.store.object_hash(), self.rewrites)
-    }
-
-    fn written_by_stream(&self, id: &oid) -> bool {
-        self.blobs.contains(&id.to_owned()) && !self.store.in_pack(id)
-    }
-}
-
-/// The bytes of a blob this stream wrote, as git reads it back. git writes a stream blob into its own pack, and
-/// reads it from there, only when no existing pack has it (a loose copy does not count: `store_object` checks
-/// packs only). Otherwise git reads the repository's copy, through replace refs like any object: `None` here.
-fn written_blob(blobs: &StreamBlobs, store: &Store, id: &oid) -> Result<Option<Data>, StreamBlobError> {
-    let id = id.to_owned();
-    if !blobs.contains(&id) || store.in_pack(&id) {
-        return Ok(None);
-    }
-    blobs.get(&id)
 }
