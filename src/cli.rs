@@ -178,6 +178,11 @@ pub struct ServeCli {
     #[arg(long)]
     pub refuse_when_full: bool,
 
+    /// Hand the writing commands of clients of the daemon's own uid to git fast-import (write-through), as
+    /// `cat-blobd` alone does; without it, and for other uids, they are refused.
+    #[arg(long)]
+    pub allow_writes: bool,
+
     /// Also admit this uid (the daemon's own uid always is). Repeatable.
     #[arg(long = "allow-uid", value_name = "UID")]
     pub allow_uid: Vec<u32>,

@@ -90,8 +90,11 @@ mod daemon {
     }
 
     fn serve(args: ServeCli) -> anyhow::Result<()> {
-        let Assembled { store, stream: session, .. } =
+        let Assembled { store, stream: mut session, .. } =
             settings::assemble(&args.stream, &Environment::from_process(), Use::Daemon)?;
+        if !args.allow_writes {
+            session.write_through = None;
+        }
         let config = ServerConfig {
             socket: args.socket,
             socket_mode: args.socket_mode,

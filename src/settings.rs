@@ -116,9 +116,8 @@ pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<Assembl
         may_name_files: true,
         live: None,
         mark_limits: Default::default(),
-        // A daemon's streams stay read-only: they would write with the daemon's rights.
-        write_through: (usage == Use::OneShot && !cli.read_only)
-            .then(|| WriteThrough { git_dir: repo.git_dir.clone() }),
+        // A daemon hands it on only to clients of its own uid, and only with `serve --allow-writes`.
+        write_through: (!cli.read_only).then(|| WriteThrough { git_dir: repo.git_dir.clone() }),
     };
     Ok(Assembled { repo, store, stream })
 }

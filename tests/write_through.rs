@@ -14,18 +14,11 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::util::{
-    CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, clean_git_env, escape, feed_stdin, git, oracle,
-    read_all, rev_parse, wait_with_timeout,
+    CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, clean_git_env, escape, feed_stdin, git, read_all,
+    rev_parse, scratch_repo, wait_with_timeout,
 };
 
 const IDENT: &str = "C O Mitter <c@example.com> 1700000000 +0000";
-
-/// A throwaway bare repository whose alternates reach `fixture`'s objects.
-fn scratch(fixture: Fixture) -> (TempDir, PathBuf) {
-    let (dir, _git) = oracle(fixture);
-    let repo = dir.path().join("oracle.git");
-    (dir, repo)
-}
 
 /// One stream through git alone and through cat-blobd, with the same flags, in two repositories.
 struct Both {
@@ -38,8 +31,8 @@ struct Both {
 }
 
 fn run_both(fixture: Fixture, stream: &[u8], args: &[&str]) -> Both {
-    let (git_dir, git_repo) = scratch(fixture);
-    let (our_dir, our_repo) = scratch(fixture);
+    let (git_dir, git_repo) = scratch_repo(fixture);
+    let (our_dir, our_repo) = scratch_repo(fixture);
     let mut both = run_both_in(stream, args, &git_repo, &our_repo);
     both._dirs = vec![git_dir, our_dir];
     both
@@ -199,7 +192,7 @@ fn mixed_streams_match_git_alone() {
     assert!(both.git.status.success(), "git itself fails the stream: {}", both.git.describe());
     both.assert_same("mixed", &["out.marks"]);
     // The same stream on stdout, responses and progress interleaved.
-    let (git_side, our_side) = (scratch(Fixture::Basic), scratch(Fixture::Basic));
+    let (git_side, our_side) = (scratch_repo(Fixture::Basic), scratch_repo(Fixture::Basic));
     let run = |program: Run, repo: &Path| program.env("GIT_DIR", repo).current_dir(repo).stdin(stream.clone()).run();
     let git = run(Run::new("git").arg("fast-import").arg("--quiet"), &git_side.1);
     let ours = run(Run::cat_blobd(), &our_side.1);
@@ -223,7 +216,7 @@ fn marks_round_trip_over_two_runs() {
     let after_blobs_only =
         expand("cat-blob :7\ncommit refs/heads/b\ncommitter {ident}\ndata 0\nM 100644 :7 fresh\n\nget-mark :7\n");
     for (what, runs) in [("commits", [first, second]), ("blobs only", [blobs_only, after_blobs_only])] {
-        let ((_git_dir, git_repo), (_our_dir, our_repo)) = (scratch(Fixture::Basic), scratch(Fixture::Basic));
+        let ((_git_dir, git_repo), (_our_dir, our_repo)) = (scratch_repo(Fixture::Basic), scratch_repo(Fixture::Basic));
         let both = run_both_in(&runs[0], &["--export-marks=m"], &git_repo, &our_repo);
         both.assert_same(&format!("{what}: first run"), &["m"]);
         let args = ["--import-marks=m", "--export-marks=m"];
@@ -373,7 +366,7 @@ fn commit(branch: &str, mark: u64) -> String {
 /// and the repository is what git left (no ref, nothing half-written that fsck minds).
 #[test]
 fn git_killed_mid_stream() {
-    let (_dir, repo) = scratch(Fixture::Basic);
+    let (_dir, repo) = scratch_repo(Fixture::Basic);
     let mut child = spawn_cat_blobd(&repo, &[]);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
@@ -404,7 +397,7 @@ fn frontend_gone_mid_stream() {
     let five_mib = rev_parse(Fixture::Basic, "HEAD:five-mib.bin");
     let stream = format!("{}get-mark :1\n{}", commit("main", 1), format!("cat-blob {five_mib}\n").repeat(8));
     for who in ["git", "cat-blobd"] {
-        let (_dir, repo) = scratch(Fixture::Basic);
+        let (_dir, repo) = scratch_repo(Fixture::Basic);
         let mut child = if who == "git" {
             let mut cmd = Command::new("git");
             clean_git_env(&mut cmd);
@@ -454,7 +447,7 @@ fn interactive_mixed_stream() {
         ("cat-blob :1\n".into(), true),
     ];
     let whole: String = steps.iter().map(|(text, _)| text.as_str()).collect();
-    let ((_git_dir, git_repo), (_our_dir, our_repo)) = (scratch(Fixture::Basic), scratch(Fixture::Basic));
+    let ((_git_dir, git_repo), (_our_dir, our_repo)) = (scratch_repo(Fixture::Basic), scratch_repo(Fixture::Basic));
     let git = Run::new("git").arg("fast-import").arg("--quiet").env("GIT_DIR", &git_repo).current_dir(&git_repo);
     let expected = git.stdin(whole).run();
     assert!(expected.status.success(), "{}", expected.describe());

@@ -73,8 +73,9 @@ pub enum SessionError {
     #[error("missing to marks for submodule '{}'", Bytes(.0))]
     MissingToMarks(Vec<u8>),
     #[error(
-        "'{0}' is not supported: cat-blobd only answers read commands (blob, cat-blob, get-mark, ls); \
-         send streams that write history to git fast-import"
+        "'{0}' is not supported: cat-blobd only answers read commands (blob, cat-blob, get-mark, ls) here: it \
+         runs with --read-only, or as a daemon without --allow-writes or for another uid; send streams that write \
+         history to git fast-import, or to cat-blobd with writes allowed"
     )]
     WritesHistory(&'static str),
     #[error(transparent)]
