@@ -59,9 +59,10 @@ pub struct Git {
 }
 
 impl Git {
-    /// Starts `git fast-import <args> --cat-blob-fd=1` on `git_dir`, its stderr on `stderr` (or nowhere).
+    /// Starts `git fast-import <args> --cat-blob-fd=1` (on `git_dir` if given), its stderr on `stderr` (or
+    /// nowhere).
     /// A `--cat-blob-fd` among `args` is dropped: git's responses come to us.
-    pub fn spawn(git_dir: &Path, args: &[Vec<u8>], stderr: Option<OwnedFd>) -> Result<Git, GitError> {
+    pub fn spawn(git_dir: Option<&Path>, args: &[Vec<u8>], stderr: Option<OwnedFd>) -> Result<Git, GitError> {
         let (ours, theirs) =
             rustix::net::socketpair(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::CLOEXEC, None)
                 .map_err(|err| GitError::Spawn(err.into()))?;
@@ -70,7 +71,9 @@ impl Git {
         command.args(args.iter().filter(|arg| !arg.starts_with(b"--cat-blob-fd=")).map(|arg| OsStr::from_bytes(arg)));
         // After the flags: git applies them in order, and this one must win.
         command.arg("--cat-blob-fd=1");
-        command.env("GIT_DIR", git_dir);
+        if let Some(git_dir) = git_dir {
+            command.env("GIT_DIR", git_dir);
+        }
         command.stdin(Stdio::from(theirs)).stdout(Stdio::piped());
         command.stderr(stderr.map_or_else(Stdio::null, Stdio::from));
         let mut child = command.spawn().map_err(GitError::Spawn)?;

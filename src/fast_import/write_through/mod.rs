@@ -27,8 +27,9 @@ use grammar::{Step, WriteCommand};
 /// Where writing commands go. Without it (`--read-only`, a daemon), they are refused.
 #[derive(Debug, Clone)]
 pub struct WriteThrough {
-    /// The repository git writes into: the one cat-blobd reads.
-    pub git_dir: PathBuf,
+    /// `GIT_DIR` for git, if it must be told (else it finds the repository as cat-blobd did, from the same
+    /// environment and directory): the repository cat-blobd reads.
+    pub git_dir: Option<PathBuf>,
 }
 
 impl From<GitError> for SessionError {
@@ -53,7 +54,7 @@ impl<'a> Session<'a> {
         }
         let config = self.write_through.as_ref().expect("writes are refused without write-through");
         let stderr = self.io.stderr.map(|fd| fd.try_clone_to_owned()).transpose().map_err(GitError::Spawn)?;
-        let mut git = Git::spawn(&config.git_dir, &self.git_args, stderr)?;
+        let mut git = Git::spawn(config.git_dir.as_deref(), &self.git_args, stderr)?;
         for line in &self.preamble {
             git.send_line(line)?;
         }
