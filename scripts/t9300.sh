@@ -5,9 +5,11 @@
 #
 # usage: scripts/t9300.sh <git source tree> [cat-blobd binary]
 #
-# The source tree should match the installed git's version (e.g. `git archive v2.47.3` of git.git). Nothing is
-# built but GIT-BUILD-OPTIONS (`make GIT-BUILD-OPTIONS`); cases needing t/helper/test-tool fail in both runs.
-# git's test files are used in place and never copied here.
+# The source tree should match the installed git's version (e.g. `git archive v2.47.3` of git.git). git's test
+# library needs GIT-BUILD-OPTIONS, templates and t/helper/test-tool from it, and nothing else: build those once,
+#   make -C <tree> NO_CURL=1 NO_EXPAT=1 NO_GETTEXT=1 NO_TCLTK=1 NO_PYTHON=1 t/helper/test-tool && make -C <tree>/templates
+# (about ten minutes). git itself is the installed one (GIT_TEST_INSTALLED). git's test files are used in place
+# and never copied here.
 set -eu
 
 src=$(cd "${1:?usage: $0 <git source tree> [cat-blobd]}" && pwd)
@@ -17,7 +19,7 @@ test -x "$cat_blobd" || { echo "no cat-blobd at $cat_blobd (cargo build --releas
 real_git=$(command -v git)
 real_bin=$(dirname "$real_git")
 
-test -f "$src/GIT-BUILD-OPTIONS" || make -C "$src" GIT-BUILD-OPTIONS >/dev/null
+test -x "$src/t/helper/test-tool" || { echo "build $src/t/helper/test-tool first (see the top of $0)" >&2; exit 2; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
