@@ -59,6 +59,11 @@ pub struct Cli {
     /// before allocating (GIT_ALLOC_LIMIT lowers it further, as in git).
     #[arg(long, value_name = "BYTES", default_value = "4g", value_parser = parse_size)]
     pub max_object_size: u64,
+
+    /// Refuse commands that write history (commit, tag, reset, alias) instead of handing them to git
+    /// fast-import, and never start git.
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 /// The whole command line: cat-blobd's flags, and git fast-import's in their original order.
@@ -82,16 +87,17 @@ const OWN_VALUE_FLAGS: [&str; 8] = [
 
 /// Splits `args` (without the program name) between clap and git's flag list.
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, clap::Error> {
-    let (own, fast_import) = split("cat-blobd", args, &OWN_VALUE_FLAGS);
+    let (own, fast_import) = split("cat-blobd", args, &OWN_VALUE_FLAGS, &["--read-only"]);
     Ok(Args { cli: Cli::try_parse_from(own)?, fast_import })
 }
 
-/// Splits `args` between `own_value_flags` (plus `--help`, `--version`), which go to clap after `program`, and
-/// git fast-import's flags, kept in order.
+/// Splits `args` between `own_value_flags` and `own_switches` (plus `--help`, `--version`), which go to clap after
+/// `program`, and git fast-import's flags, kept in order.
 fn split(
     program: &str,
     args: impl IntoIterator<Item = OsString>,
     own_value_flags: &[&str],
+    own_switches: &[&str],
 ) -> (Vec<OsString>, Vec<Vec<u8>>) {
     let mut own = vec![OsString::from(program)];
     let mut fast_import = Vec::new();
@@ -105,7 +111,7 @@ fn split(
             if !has_value && let Some(value) = args.next() {
                 own.push(value);
             }
-        } else if matches!(&*text, "--help" | "--version" | "-V") {
+        } else if matches!(&*text, "--help" | "--version" | "-V") || own_switches.contains(&&*text) {
             own.push(arg);
         } else if text == "--cat-blob-fd"
             && let Some(value) = args.next()
@@ -171,6 +177,11 @@ pub struct ServeCli {
     /// Refuse clients past --max-connections with a `fatal:` line instead of letting them wait.
     #[arg(long)]
     pub refuse_when_full: bool,
+
+    /// Hand the writing commands of clients of the daemon's own uid to git fast-import (write-through), as
+    /// `cat-blobd` alone does; without it, and for other uids, they are refused.
+    #[arg(long)]
+    pub allow_writes: bool,
 
     /// Also admit this uid (the daemon's own uid always is). Repeatable.
     #[arg(long = "allow-uid", value_name = "UID")]
@@ -245,7 +256,7 @@ pub fn parse_connect(args: impl IntoIterator<Item = OsString>) -> Result<Connect
 fn parse_connect_with_clap(args: Vec<OsString>) -> Result<ConnectArgs, clap::Error> {
     // cat-blobd's own flags go to clap too, which refuses them: they are the daemon's settings.
     let own_flags: Vec<&str> = OWN_VALUE_FLAGS.iter().copied().chain(["--socket", "--server-uid"]).collect();
-    let (own, fast_import) = split("cat-blobd connect", args, &own_flags);
+    let (own, fast_import) = split("cat-blobd connect", args, &own_flags, &[]);
     Ok(ConnectArgs { cli: ConnectCli::try_parse_from(own)?, fast_import })
 }
 

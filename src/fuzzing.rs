@@ -83,6 +83,7 @@ pub fn session(store: &Store, data: &[u8]) -> Exit {
         may_name_files: true,
         live: None,
         mark_limits: Default::default(),
+        write_through: None,
     };
     let outcome = fast_import::run(data, io, store, config);
     assert_eq!(outcome.fatal.is_some(), outcome.exit == Exit::Fatal, "a fatal exit always has its message");

@@ -11,7 +11,7 @@ pub(crate) const MAX_LINE: usize = 64 << 20;
 const BUFFER_SIZE: usize = 128 << 10;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     #[error("error reading the command stream: {0}")]
     Io(#[from] io::Error),
     #[error("command line longer than {MAX_LINE} bytes")]

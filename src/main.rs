@@ -27,7 +27,7 @@ fn main() -> ExitCode {
             return daemon::stats_main(args.skip(1));
         }
     }
-    restore_sigpipe();
+    sigpipe_takes_git_along();
     let args = match cli::parse(args) {
         Ok(args) => args,
         Err(err) => return usage_error(err),
@@ -48,7 +48,7 @@ fn run(args: cli::Args) -> anyhow::Result<u8> {
     // Our own handle on fd 0, read unbuffered by std: the session's reader does the buffering.
     let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
     let outcome = fast_import::run(stdin, StreamIo::process(), &store, config);
-    Ok(outcome.exit as u8)
+    Ok(outcome.code())
 }
 
 /// The daemon's three commands: `serve`, `connect` and `stats`.
@@ -90,8 +90,11 @@ mod daemon {
     }
 
     fn serve(args: ServeCli) -> anyhow::Result<()> {
-        let Assembled { store, stream: session, .. } =
+        let Assembled { store, stream: mut session, .. } =
             settings::assemble(&args.stream, &Environment::from_process(), Use::Daemon)?;
+        if !args.allow_writes {
+            session.write_through = None;
+        }
         let config = ServerConfig {
             socket: args.socket,
             socket_mode: args.socket_mode,
@@ -169,6 +172,29 @@ fn usage_error(err: clap::Error) -> ExitCode {
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
         _ => ExitCode::from(129),
+    }
+}
+
+/// [`restore_sigpipe`], but a write-through stream's git child dies of the same SIGPIPE first, as git alone
+/// would have died of it: it must not take the end of its input for the end of the stream and update refs.
+#[allow(unsafe_code)]
+fn sigpipe_takes_git_along() {
+    extern "C" fn on_sigpipe(_: libc::c_int) {
+        let pid = cat_blobd::fast_import::running_git_pid();
+        // SAFETY: `kill`, `signal` and `raise` are async-signal-safe. SIGPIPE is blocked while this handler
+        // runs, so the raised one is delivered, with the default action (death), when it returns.
+        unsafe {
+            if pid > 0 {
+                libc::kill(pid, libc::SIGPIPE);
+            }
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::raise(libc::SIGPIPE);
+        }
+    }
+    restore_sigpipe();
+    // SAFETY: called first thing in main, before any thread exists; the handler only makes the calls above.
+    unsafe {
+        libc::signal(libc::SIGPIPE, on_sigpipe as *const () as libc::sighandler_t);
     }
 }
 

@@ -10,6 +10,7 @@ use crate::cli;
 use crate::engine::{DEFAULT_INLINE_REQUESTS, EngineConfig};
 use crate::fast_import::SessionConfig;
 use crate::fast_import::ls::LsOptions;
+use crate::fast_import::write_through::WriteThrough;
 use crate::git_compat::parse_ulong::git_parse_ulong;
 use crate::repo::{RepoError, Repository};
 use crate::store::cache::SharedCache;
@@ -115,6 +116,13 @@ pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<Assembl
         may_name_files: true,
         live: None,
         mark_limits: Default::default(),
+        // A daemon hands it on only to clients of its own uid, and only with `serve --allow-writes`.
+        write_through: (!cli.read_only).then(|| WriteThrough {
+            // git finds the repository as cat-blobd did: from `--git-dir` as given, else from the same environment
+            // and directory. It names paths as it found them (e.g. in `--export-pack-edges`). A daemon's clients
+            // run elsewhere: theirs is the daemon's absolute one.
+            git_dir: if usage == Use::OneShot { cli.git_dir.clone() } else { Some(repo.git_dir.clone()) },
+        }),
     };
     Ok(Assembled { repo, store, stream })
 }

@@ -1112,8 +1112,8 @@ cases! {
     filemodify_at_top_level_is_unsupported: b"M 100644 :1 x\n" => 128, "fatal: unsupported command: M 100644 :1 x";
 }
 
-/// cat-blobd refuses `commit`, `tag`, `reset` and `alias` (git would write history): exit 128 with one `fatal:`
-/// line naming the command, after every earlier response, and the marks are still exported.
+/// With `--read-only`, cat-blobd refuses `commit`, `tag`, `reset` and `alias` (git would write history): exit 128
+/// with one `fatal:` line naming the command, after every earlier response, and the marks are still exported.
 #[test]
 fn commands_that_write_history_are_refused() {
     let before = expand(b"blob\nmark :1\ndata 3\nabc\ncat-blob :1\nprogress before\nget-mark :1\n");
@@ -1129,6 +1129,7 @@ fn commands_that_write_history_are_refused() {
         stream.extend_from_slice(&expand(lines.as_bytes()));
         stream.extend_from_slice(b"cat-blob :1\nprogress after\n");
         let ours = Run::cat_blobd()
+            .arg("--read-only")
             .capture_fd3()
             .arg("--export-marks=out.marks")
             .env("GIT_DIR", &repo)

@@ -340,7 +340,9 @@ fn server_connect_is_a_drop_in_for_cat_blobd() {
         ("stats on stderr", format!("cat-blob {blob}\n"), true, vec!["--stats"]),
     ];
     for (what, stream, fd3, extra) in cases {
-        let expected = direct(fixture, stream.as_bytes(), fd3, &extra);
+        // The daemon is read-only; cat-blobd alone would hand the commit to git, writing into the fixture.
+        let direct_extra = if what == "writes history" { vec!["--read-only"] } else { extra.clone() };
+        let expected = direct(fixture, stream.as_bytes(), fd3, &direct_extra);
         let got = connect(&daemon.socket, stream.as_bytes(), fd3, &extra);
         assert_same_as_git(what, &expected, &got);
     }
@@ -359,7 +361,9 @@ fn server_connect_is_a_drop_in_for_cat_blobd() {
     // Relative marks paths are the client's: each run writes `marks` in its own directory.
     let stream = b"blob\nmark :3\ndata 4\nabc\n\nget-mark :3\n".to_vec();
     let (here, there) = (TempDir::new("marks-direct"), TempDir::new("marks-connect"));
+    // Read-only as the daemon is: cat-blobd alone would have git write the exported blob into the fixture.
     let expected = crate::util::Run::cat_blobd_on(fixture)
+        .arg("--read-only")
         .arg("--export-marks=marks")
         .current_dir(here.path())
         .stdin(stream.clone())
@@ -886,4 +890,62 @@ fn server_stats_counts_open_streams_as_they_go() {
     daemon.wait_for_stat("streams_ok", 1);
     assert_eq!(daemon.stat("requests"), 3, "counted once, not again at the end");
     assert_eq!(daemon.stat("bytes"), expected.len() as u64);
+}
+
+/// Write-through in the daemon: with `serve --allow-writes`, a client of the daemon's own uid gets what
+/// `cat-blobd` alone gives (responses, status, refs and objects); without it, writing commands are refused with a
+/// `fatal:` that says why; a client of another uid is refused even with it (needs root to run one).
+#[test]
+fn server_writes_through_only_with_allow_writes_for_its_own_uid() {
+    let stream = format!(
+        "blob\nmark :1\ndata 3\nabc\ncommit refs/heads/main\nmark :2\ncommitter C <c@example.com> 1700000000 +0000\n\
+         data 0\nM 100644 :1 a\nls \"a\"\n\nget-mark :2\nls :2 a\ncat-blob {}\n",
+        rev_parse(Fixture::Basic, "HEAD:README.md")
+    );
+    let (_direct_dir, direct_repo) = crate::util::scratch_repo(Fixture::Basic);
+    let (_daemon_dir, daemon_repo) = crate::util::scratch_repo(Fixture::Basic);
+    let expected = crate::util::Run::cat_blobd()
+        .capture_fd3()
+        .env("GIT_DIR", &direct_repo)
+        .current_dir(&direct_repo)
+        .stdin(stream.clone())
+        .run();
+    assert!(expected.status.success(), "{}", expected.describe());
+    let writes = Daemon::start(&daemon_repo, &["--allow-writes"]);
+    let got = connect(&writes.socket, stream.as_bytes(), true, &[]);
+    assert_same_as_git("daemon with --allow-writes", &expected, &got);
+    for query in [&["for-each-ref"][..], &["cat-file", "--batch-all-objects", "--batch-check"]] {
+        assert_bytes_eq("daemon's repository", &git(&direct_repo, query), &git(&daemon_repo, query));
+    }
+
+    let read_only = Daemon::start(&daemon_repo, &[]);
+    let refused = connect(&read_only.socket, stream.as_bytes(), true, &[]);
+    assert_eq!(refused.status.code(), Some(128), "{}", refused.describe());
+    let message = b"fatal: 'commit' is not supported: cat-blobd only answers read commands";
+    assert!(refused.stderr.starts_with(message), "{}", escape(&refused.stderr));
+
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("not root: cannot run a client as another uid; the other-uid case is skipped");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cat-blobd-writes-uid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let socket = dir.join("socket");
+    let mut daemon =
+        Daemon::spawn(&socket, &daemon_repo, &["--allow-writes", "--allow-uid", "65534", "--socket-mode", "0666"]);
+    daemon.wait_for_log("listening");
+    let mut cmd = Command::new(CAT_BLOBD);
+    cmd.arg("connect").arg("--socket").arg(&socket).uid(65534).gid(65534).current_dir("/");
+    cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn connect as nobody");
+    let feeder = crate::util::feed_stdin(&mut child, stream.into_bytes());
+    let err = read_all(child.stderr.take().unwrap());
+    let status = crate::util::wait_with_timeout(&mut child, WAIT, "connect as nobody".as_ref());
+    feeder.join().unwrap();
+    let err = err.join().unwrap();
+    assert_eq!(status.code(), Some(128), "{}", escape(&err));
+    assert!(err.starts_with(message), "another uid is refused: {}", escape(&err));
+    daemon.signal(rustix::process::Signal::TERM);
+    let _ = std::fs::remove_dir_all(&dir);
 }

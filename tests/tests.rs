@@ -14,3 +14,4 @@ mod pinned;
 mod server;
 mod server_hardening;
 mod util;
+mod write_through;

@@ -37,7 +37,7 @@ pub(crate) trait Job: Send {
 
 /// Why a stream's output stopped: a job failed, or the fd could not take the bytes.
 #[derive(Debug, thiserror::Error)]
-pub enum EngineError<E> {
+pub(crate) enum EngineError<E> {
     #[error(transparent)]
     Write(#[from] WriteError),
     #[error(transparent)]

@@ -32,7 +32,7 @@ impl Default for LsOptions {
 
 /// Why `ls` ends the stream. The texts are git's (≥ 2.52 wording); `.0` is the whole command line unless noted.
 #[derive(Debug, thiserror::Error)]
-pub enum LsError {
+pub(crate) enum LsError {
     #[error("not in a commit: {}", Bytes(.0))]
     NotInCommit(Vec<u8>),
     #[error("no value after ':' in mark: {}", Bytes(.0))]

@@ -15,7 +15,7 @@ use crate::store::ObjectId;
 const MARK_LINE_BUFFER: usize = 512;
 
 #[derive(Debug, thiserror::Error)]
-pub enum MarksError {
+pub(crate) enum MarksError {
     #[error("corrupt mark line: {}", Bytes(.0))]
     CorruptLine(Vec<u8>),
     #[error("cannot read '{}': {message}", Bytes(.path.as_os_str().as_encoded_bytes()))]
@@ -81,6 +81,16 @@ impl Marks {
 
     pub(crate) fn get(&self, mark: u64) -> Option<ObjectId> {
         self.table.get(&mark).copied()
+    }
+
+    /// Forgets a mark: something else (git) defines it now.
+    pub(crate) fn remove(&mut self, mark: u64) {
+        self.table.remove(&mark);
+    }
+
+    /// Every mark and the object it names, in no order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, ObjectId)> + '_ {
+        self.table.iter().map(|(mark, id)| (*mark, *id))
     }
 
     /// Reads a marks file (`read_marks`): `Ok(false)` if it is missing and `ignore_missing` is set. Each id

@@ -2,10 +2,16 @@
 //! blobs), answer it, and write the answer in full before reading on. Writing each response before reading
 //! the next command is what lets an interactive frontend send one request and wait for its reply.
 pub mod command;
+mod data;
 pub(crate) mod dataref;
 pub(crate) mod ls;
 pub(crate) mod marks;
+mod objects;
 pub(crate) mod options;
+mod outcome;
+pub(crate) mod write_through;
+
+pub use write_through::running_git_pid;
 
 use std::collections::HashMap;
 use std::io::{IoSlice, Read};
@@ -13,47 +19,29 @@ use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::engine::{Engine, EngineConfig, EngineError, Job, LiveCounters, Output, Target};
 use crate::fast_import::command::{self as request, Command, Context, ParseError};
 use crate::fast_import::dataref::Dataref;
 use crate::fatal::{Bytes, fatal_line, report_line};
-use crate::git_compat::strtoumax::strtoumax;
 use crate::line_reader::{self, LineReader};
 use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
 use crate::store::cache::SharedCache;
 use crate::store::stream::{StreamBlobError, StreamBlobs};
-use crate::store::{Data, Kind, Object, ObjectId, ReadError, Resolver, Store, oid};
+use crate::store::{Kind, ObjectId, ReadError, Resolver, Store};
 use ls::{LsError, LsOptions};
 use marks::{Marks, MarksError};
+pub(crate) use objects::ObjectSource;
+use objects::{Objects, written_blob};
 use options::{ImportMarks, OptionError, Settings};
-
-/// Objects as the stream's read commands see them: blobs defined earlier in the stream first, then the
-/// repository (with replace refs applied), and the stream's marks.
-pub trait ObjectSource {
-    /// The repository's hash: ids of any other length are invalid datarefs.
-    fn object_hash(&self) -> gix_hash::Kind;
-    /// The object a mark names, if the mark was declared (defined in the stream or imported).
-    fn mark(&self, mark: u64) -> Option<ObjectId>;
-    /// Reads an object: `Ok(None)` if it does not exist, an error if it exists but is damaged.
-    fn read(&mut self, id: &oid) -> Result<Option<Object>, ReadError>;
-    /// Did this stream write `id` (into git's in-progress pack), rather than find it in an existing pack? git's
-    /// `load_tree` says `not a tree` for such an object that is not a tree, and `can't load tree` otherwise.
-    fn written_by_stream(&self, _id: &oid) -> bool {
-        false
-    }
-    /// git's `parse_mapped_oid_hex` for this stream: a full id of the repository's hash, or one that the
-    /// submodule rewrite map translates. Returns the id and what follows it.
-    fn parse_oid<'i>(&self, input: &'i [u8]) -> Option<(ObjectId, &'i [u8])> {
-        crate::fast_import::dataref::parse_oid_hex(input, self.object_hash())
-    }
-}
+pub use outcome::{Exit, Outcome, Stats};
+use write_through::{Git, GitEnd, GitError, Reply, WriteThrough};
 
 /// What makes a stream end with `fatal:` (exit 128), or with usage (exit 129).
 #[derive(Debug, thiserror::Error)]
-pub enum SessionError {
+pub(crate) enum SessionError {
     #[error(transparent)]
     Input(#[from] line_reader::ReadError),
     #[error(transparent)]
@@ -82,15 +70,19 @@ pub enum SessionError {
     EofInDelimitedData(Vec<u8>),
     #[error("stream ends early")]
     StreamEndsEarly,
-    #[error("missing from marks for submodule '{}'", Bytes(.0))]
-    MissingFromMarks(Vec<u8>),
     #[error("missing to marks for submodule '{}'", Bytes(.0))]
     MissingToMarks(Vec<u8>),
     #[error(
-        "'{0}' is not supported: cat-blobd only answers read commands (blob, cat-blob, get-mark, ls); \
-         send streams that write history to git fast-import"
+        "'{0}' is not supported: cat-blobd only answers read commands (blob, cat-blob, get-mark, ls) here: it \
+         runs with --read-only, or as a daemon without --allow-writes or for another uid; send streams that write \
+         history to git fast-import, or to cat-blobd with writes allowed"
     )]
     WritesHistory(&'static str),
+    #[error(transparent)]
+    Git(GitError),
+    /// git fast-import, writing this stream, has exited (on an error of its own: its stderr says which).
+    #[error("git fast-import has exited")]
+    GitExited,
 }
 
 /// Everything a stream needs besides its input.
@@ -112,6 +104,8 @@ pub struct SessionConfig {
     pub live: Option<Arc<LiveCounters>>,
     /// How many marks the stream may hold (a server's caps; none in the one-shot binary, as in git).
     pub mark_limits: marks::MarkLimits,
+    /// Where writing commands go; `None` refuses them (`--read-only`).
+    pub write_through: Option<WriteThrough>,
 }
 
 /// Where a stream's output goes: `progress` to `stdout`, messages to `stderr`, responses to the cat-blob fd
@@ -149,59 +143,6 @@ impl<'fd> StreamIo<'fd> {
             },
         };
         Output::split(fd, self.stdout)
-    }
-}
-
-/// How a stream ended, as git fast-import's exit status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    Success = 0,
-    /// The marks file could not be written (`error:` was printed).
-    Failure = 1,
-    Fatal = 128,
-    Usage = 129,
-}
-
-#[derive(Debug)]
-pub struct Outcome {
-    pub exit: Exit,
-    pub stats: Stats,
-    /// The `fatal:` message (without prefix), if the stream died: for logs where stderr goes nowhere.
-    pub fatal: Option<String>,
-    /// The stream died writing to a frontend that had gone (EPIPE), where a process of its own would have been
-    /// killed by SIGPIPE: no marks were exported, and a server tells its `connect` client to raise SIGPIPE.
-    pub broken_pipe: bool,
-}
-
-/// Counters for `--stats`.
-#[derive(Debug, Clone, Default)]
-pub struct Stats {
-    pub requests: u64,
-    pub missing: u64,
-    /// Bytes written to the cat-blob fd.
-    pub bytes: u64,
-    pub writev_calls: u64,
-    pub inflated_bytes: u64,
-    pub cache_hits: u64,
-    pub cache_misses: u64,
-    pub elapsed: Duration,
-}
-
-impl std::fmt::Display for Stats {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let secs = self.elapsed.as_secs_f64();
-        let mb = self.bytes as f64 / 1e6;
-        let lookups = (self.cache_hits + self.cache_misses).max(1);
-        writeln!(f, "cat-blobd statistics:")?;
-        writeln!(f, "  requests:      {} ({} missing)", self.requests, self.missing)?;
-        writeln!(f, "  bytes written: {} ({:.1} MB) in {} writev calls", self.bytes, mb, self.writev_calls)?;
-        writeln!(f, "  elapsed:       {:.3} s, {:.1} MB/s", secs, if secs > 0.0 { mb / secs } else { 0.0 })?;
-        writeln!(
-            f,
-            "  delta cache:   {:.1}% hits, {:.1} MB inflated",
-            100.0 * self.cache_hits as f64 / lookups as f64,
-            self.inflated_bytes as f64 / 1e6
-        )
     }
 }
 
@@ -277,6 +218,18 @@ struct Session<'a> {
     failure: bool,
     stats: Stats,
     live: Option<Arc<LiveCounters>>,
+    write_through: Option<WriteThrough>,
+    /// The stream's leading `feature` and `option git` lines, for git when it starts.
+    preamble: Vec<Vec<u8>>,
+    /// The command-line flags, for git when it starts.
+    git_args: Vec<Vec<u8>>,
+    git: Option<Git>,
+    /// How git ended, once it has.
+    git_status: Option<std::process::ExitStatus>,
+    /// The reader's line ended a writing command without belonging to it: it is the next command.
+    unread: bool,
+    /// git was started only to write the stream's blobs at its end.
+    persist_only: bool,
 }
 
 impl<'a> Session<'a> {
@@ -294,8 +247,10 @@ impl<'a> Session<'a> {
             store,
             resolver: Resolver::sharing(cache),
             settings,
-            args: config.fast_import_args,
+            args: config.fast_import_args.clone(),
             seen_data_command: false,
+            preamble: Vec::new(),
+            git_args: config.fast_import_args,
             marks: Marks::with_limits(config.mark_limits.clone()),
             blobs: StreamBlobs::new(config.stream_blob_memory),
             rewrites: HashMap::new(),
@@ -304,6 +259,11 @@ impl<'a> Session<'a> {
             failure: false,
             stats: Stats::default(),
             live: config.live,
+            write_through: config.write_through,
+            git: None,
+            git_status: None,
+            unread: false,
+            persist_only: false,
         }
     }
 
@@ -322,33 +282,48 @@ impl<'a> Session<'a> {
                 // An earlier response failed; `finish` reports it. git would not have read this far.
                 return Ok(());
             }
-            let line = request::c_string(reader.line());
+            let raw = reader.line().to_vec();
             let cx = Context { hash: self.store.object_hash(), rewrites: &self.rewrites };
-            match request::parse_command(line, cx)? {
+            let command = match request::parse_command(request::c_string(&raw), cx) {
+                Err(_) if self.writing() => return self.refused(&raw),
+                command => command?,
+            };
+            match command {
                 Command::Blob => self.blob(reader, engine)?,
                 Command::CatBlob(dataref) => {
                     let interactive = !reader.has_buffered_input();
-                    self.cat_blob(dataref, interactive, engine)?;
+                    self.cat_blob(dataref, interactive, &raw, engine)?;
                 }
                 Command::GetMark(mark) => {
                     self.count_request();
-                    let id = self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?;
-                    let mut line = id.to_hex().to_string().into_bytes();
-                    line.push(b'\n');
-                    engine.ready(Response::Line(line), Target::Main)?;
+                    match self.marks.get(mark) {
+                        Some(id) => {
+                            let mut line = id.to_hex().to_string().into_bytes();
+                            line.push(b'\n');
+                            engine.ready(Response::Line(line), Target::Main)?;
+                        }
+                        None if self.writing() => self.relay(&raw, Reply::Line, engine)?,
+                        None => return Err(SessionError::MarkNotDeclared(mark)),
+                    }
                 }
                 Command::Ls(arg) => {
-                    self.count_request();
-                    let (line, arg) = (line.to_vec(), arg.to_vec());
-                    let ls_options = self.ls;
-                    let response = ls::ls(&line, &arg, &mut self.objects(), &ls_options)?;
-                    engine.ready(Response::Line(response), Target::Main)?;
+                    let arg = arg.to_vec();
+                    self.ls(&raw, &arg, engine)?;
                 }
                 Command::Checkpoint => {
                     reader.skip_optional_lf()?;
-                    self.export_marks();
+                    self.checkpoint()?;
                 }
-                Command::Done => break,
+                Command::Done => {
+                    if let Some(git) = &mut self.git {
+                        // Without its LF at the very end, `done` still ends the stream early, for git too.
+                        git.send(&raw)?;
+                        if !reader.at_eof() {
+                            git.send(b"\n")?;
+                        }
+                    }
+                    break;
+                }
                 Command::Progress => {
                     // The raw line, NUL and all: git writes `command_buf.len` bytes.
                     let mut progress = reader.line().to_vec();
@@ -360,14 +335,19 @@ impl<'a> Session<'a> {
                     let feature = feature.to_vec();
                     self.settings.stream_feature(&feature, self.seen_data_command)?;
                     self.print_warnings();
+                    self.preamble.push(raw);
                 }
                 Command::OptionGit(option) => {
                     let option = option.to_vec();
                     self.settings.stream_option(&option, self.seen_data_command)?;
                     self.print_warnings();
+                    self.preamble.push(raw);
                 }
                 Command::OptionOther => {}
-                Command::Writes(command) => return Err(SessionError::WritesHistory(command)),
+                Command::Writes(command) if self.write_through.is_none() => {
+                    return Err(SessionError::WritesHistory(command));
+                }
+                Command::Writes(_) => self.write_command(reader, engine)?,
             }
         }
         if !self.seen_data_command {
@@ -391,6 +371,9 @@ impl<'a> Session<'a> {
     where
         'a: 'e,
     {
+        if std::mem::take(&mut self.unread) {
+            return Ok(true);
+        }
         loop {
             let Some(line) = reader.next_line()? else { return Ok(false) };
             if !self.seen_data_command && !line.starts_with(b"feature ") && !line.starts_with(b"option ") {
@@ -459,75 +442,6 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// `blob`, `mark :N`?, `original-oid <any>`?, `data …` (git's `parse_new_blob`).
-    fn blob<'e, R: Read>(
-        &mut self,
-        reader: &mut LineReader<R>,
-        engine: &mut StreamEngine<'e, 'a>,
-    ) -> Result<(), SessionError>
-    where
-        'a: 'e,
-    {
-        self.next_command(reader, engine)?;
-        let mut mark = 0;
-        if let Some(number) = request::c_string(reader.line()).strip_prefix(b"mark :") {
-            mark = strtoumax(number, 10).map_or(0, |(mark, _)| mark);
-            self.next_command(reader, engine)?;
-        }
-        if request::c_string(reader.line()).starts_with(b"original-oid ") {
-            self.next_command(reader, engine)?;
-        }
-        let id = self.data(reader)?;
-        if mark != 0 && self.settings.export_marks.is_some() {
-            // A response still in flight may yet fail, and git's die handler exports the marks as they were
-            // then: define this mark only once everything before it has been written.
-            engine.drain()?;
-        }
-        self.marks.insert(mark, id)?;
-        Ok(())
-    }
-
-    /// `data <count>` or `data <<DELIM` and the body (git's `parse_data`), stored as a stream blob.
-    fn data<R: Read>(&mut self, reader: &mut LineReader<R>) -> Result<ObjectId, SessionError> {
-        let raw = reader.line().to_vec();
-        let line = request::c_string(&raw);
-        let spec = line.strip_prefix(b"data ").ok_or_else(|| SessionError::ExpectedData(line.to_vec()))?;
-        let hash = self.store.object_hash();
-        let id = if spec.starts_with(b"<<") {
-            // git keeps the delimiter as a C string but its length from the whole line: a body line ends the
-            // data when it is as long as everything after `<<` and equal to the delimiter up to its NUL.
-            let full_delimiter = &raw[b"data <<".len()..];
-            let delimiter = request::c_string(full_delimiter);
-            let mut body = self.blobs.begin(hash, None)?;
-            loop {
-                match reader.next_line()? {
-                    None => return Err(SessionError::EofInDelimitedData(delimiter.to_vec())),
-                    Some(body_line)
-                        if body_line.len() == full_delimiter.len() && request::c_string(body_line) == delimiter =>
-                    {
-                        break;
-                    }
-                    Some(body_line) => {
-                        body.write(body_line)?;
-                        body.write(b"\n")?;
-                    }
-                }
-            }
-            body.finish()?
-        } else {
-            // `strtoumax` with no checks: `data abc` is 0 bytes, `data 3x` is 3.
-            let len = strtoumax(spec, 10).map_or(0, |(len, _)| len);
-            let mut body = self.blobs.begin(hash, Some(len))?;
-            let arrived = reader.read_body::<SessionError>(len, |piece| Ok(body.write(piece)?))?;
-            if arrived < len {
-                return Err(SessionError::EofInData(len - arrived));
-            }
-            body.finish()?
-        };
-        reader.skip_optional_lf()?;
-        Ok(id)
-    }
-
     fn count_request(&mut self) {
         self.stats.requests += 1;
         if let Some(live) = &self.live {
@@ -537,12 +451,20 @@ impl<'a> Session<'a> {
 
     /// `cat-blob <dataref>` (git's `parse_cat_blob` + `cat_blob`): a blob the stream defined is answered here,
     /// anything else by the engine.
-    fn cat_blob(
+    fn cat_blob<'e>(
         &mut self,
         dataref: Dataref,
         interactive: bool,
-        engine: &mut StreamEngine<'_, 'a>,
-    ) -> Result<(), SessionError> {
+        line: &[u8],
+        engine: &mut StreamEngine<'e, 'a>,
+    ) -> Result<(), SessionError>
+    where
+        'a: 'e,
+    {
+        if self.cat_blob_relayed(dataref, line, engine)? {
+            self.count_request();
+            return Ok(());
+        }
         let oid = match dataref {
             Dataref::Oid(oid) => oid,
             Dataref::Mark(mark) => self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?,
@@ -552,6 +474,37 @@ impl<'a> Session<'a> {
             return Ok(engine.ready(Response::blob(&oid, data), Target::Main)?);
         }
         Ok(engine.job(CatBlob { store: self.store, oid }, &mut self.resolver, interactive)?)
+    }
+
+    /// `ls <dataref> <path>` (git's `parse_ls`). While git writes the stream, what cannot be answered from the
+    /// repository and the stream's blobs (a tree git built, a commit mark) is git's to answer, or to die on.
+    fn ls<'e>(&mut self, raw: &[u8], arg: &[u8], engine: &mut StreamEngine<'e, 'a>) -> Result<(), SessionError>
+    where
+        'a: 'e,
+    {
+        self.count_request();
+        let line = request::c_string(raw).to_vec();
+        let ls_options = self.ls;
+        match ls::ls(&line, arg, &mut self.objects(), &ls_options) {
+            Ok(response) => Ok(engine.ready(Response::Line(response), Target::Main)?),
+            // Damage is never git's to paper over.
+            Err(LsError::Read(err)) => Err(err.into()),
+            Err(_) if self.writing() => self.relay(raw, Reply::Line, engine),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// `checkpoint`: git's while it runs (and it starts if marks naming the stream's blobs are to be exported);
+    /// otherwise the marks are exported here.
+    fn checkpoint(&mut self) -> Result<(), SessionError> {
+        if self.must_persist_blobs() {
+            self.start_git()?;
+        }
+        if self.writing() {
+            return self.git_checkpoint();
+        }
+        self.export_marks();
+        Ok(())
     }
 
     fn objects(&mut self) -> Objects<'_> {
@@ -566,26 +519,41 @@ impl<'a> Session<'a> {
 
     /// The stream's end after everything is written: messages, marks export and exit status as git's.
     fn end(mut self, result: Result<(), SessionError>, started: Instant) -> Outcome {
-        let (mut fatal, mut broken_pipe) = (None, false);
+        let result = self.persist_blobs(result);
+        let (mut fatal, mut broken_pipe, mut git_exit) = (None, false, None);
         let exit = match result {
-            Ok(()) => {
-                self.export_marks();
-                if self.failure { Exit::Failure } else { Exit::Success }
-            }
+            Ok(()) => match self.end_git(GitEnd::Finish) {
+                Some(code) => {
+                    git_exit = Some(code);
+                    Exit::of_code(code)
+                }
+                None => {
+                    self.export_marks();
+                    if self.failure { Exit::Failure } else { Exit::Success }
+                }
+            },
             Err(SessionError::Option(OptionError::Usage)) => {
                 self.message(format!("{}\n", OptionError::Usage).as_bytes());
                 Exit::Usage
             }
             Err(err) => {
                 broken_pipe = matches!(&err, SessionError::Write(write) if write.is_broken_pipe());
-                let message = err.to_string();
-                self.message(&fatal_line(&message));
-                fatal = Some(message);
-                // git's die handler still writes the marks file; death by SIGPIPE does not.
-                if !broken_pipe {
-                    self.export_marks();
+                if let Some(code) = self.git_reported(&err, broken_pipe) {
+                    // git died on the same stream and said why on stderr.
+                    git_exit = Some(code);
+                    fatal = Some(format!("git fast-import exited with status {code}"));
+                    Exit::of_code(code)
+                } else {
+                    let message = err.to_string();
+                    self.message(&fatal_line(&message));
+                    fatal = Some(message);
+                    // git's die handler still writes the marks file; death by SIGPIPE does not.
+                    let git = self.end_git(if broken_pipe { GitEnd::Kill } else { GitEnd::Abort });
+                    if git.is_none() && !broken_pipe {
+                        self.export_marks();
+                    }
+                    Exit::Fatal
                 }
-                Exit::Fatal
             }
         };
         let mut stats = self.stats();
@@ -593,7 +561,7 @@ impl<'a> Session<'a> {
         if self.settings.stats && exit != Exit::Fatal {
             self.message(stats.to_string().as_bytes());
         }
-        Outcome { exit, stats, fatal, broken_pipe }
+        Outcome { exit, stats, fatal, broken_pipe, git_exit }
     }
 
     /// Writes the marks file if one is configured and the import (if any) was read (git's `dump_marks`).
@@ -623,57 +591,4 @@ impl<'a> Session<'a> {
         let (cache_hits, cache_misses) = self.resolver.cache().hit_counts();
         Stats { inflated_bytes: self.resolver.cache().inflated_bytes(), cache_hits, cache_misses, ..self.stats.clone() }
     }
-}
-
-/// The stream's view of objects for one command: stream blobs, then the store.
-struct Objects<'s> {
-    store: &'s Store,
-    resolver: &'s mut Resolver,
-    blobs: &'s StreamBlobs,
-    marks: &'s Marks,
-    rewrites: &'s HashMap<ObjectId, ObjectId>,
-}
-
-impl ObjectSource for Objects<'_> {
-    fn object_hash(&self) -> gix_hash::Kind {
-        self.store.object_hash()
-    }
-
-    fn mark(&self, mark: u64) -> Option<ObjectId> {
-        self.marks.get(mark)
-    }
-
-    fn read(&mut self, id: &oid) -> Result<Option<Object>, ReadError> {
-        match written_blob(self.blobs, self.store, id) {
-            Ok(Some(data)) => return Ok(Some(Object { kind: Kind::Blob, data })),
-            Ok(None) => {}
-            Err(err) => {
-                return Err(ReadError {
-                    oid: id.to_owned(),
-                    location: crate::store::Location::StreamBlobs,
-                    damage: crate::store::Damage::StreamBlob(Arc::new(err)),
-                });
-            }
-        }
-        self.store.read(id, self.resolver)
-    }
-
-    fn parse_oid<'i>(&self, input: &'i [u8]) -> Option<(ObjectId, &'i [u8])> {
-        crate::fast_import::dataref::parse_mapped_oid_hex(input, self.store.object_hash(), self.rewrites)
-    }
-
-    fn written_by_stream(&self, id: &oid) -> bool {
-        self.blobs.contains(&id.to_owned()) && !self.store.in_pack(id)
-    }
-}
-
-/// The bytes of a blob this stream wrote, as git reads it back. git writes a stream blob into its own pack, and
-/// reads it from there, only when no existing pack has it (a loose copy does not count: `store_object` checks
-/// packs only). Otherwise git reads the repository's copy, through replace refs like any object: `None` here.
-fn written_blob(blobs: &StreamBlobs, store: &Store, id: &oid) -> Result<Option<Data>, StreamBlobError> {
-    let id = id.to_owned();
-    if !blobs.contains(&id) || store.in_pack(&id) {
-        return Ok(None);
-    }
-    blobs.get(&id)
 }

@@ -17,7 +17,7 @@ use crate::store::ObjectId;
 const MAX_DEPTH: u64 = 8191;
 
 #[derive(Debug, thiserror::Error)]
-pub enum OptionError {
+pub(crate) enum OptionError {
     #[error("got feature command '{}' after data command", Bytes(.0))]
     FeatureAfterData(Vec<u8>),
     #[error("got option command '{}' after data command", Bytes(.0))]

@@ -127,7 +127,7 @@ impl Record {
         Record {
             kind,
             outcome: name,
-            exit: Some(if broken_pipe { 128 + protocol::SIGPIPE as u8 } else { outcome.exit as u8 }),
+            exit: Some(if broken_pipe { 128 + protocol::SIGPIPE as u8 } else { outcome.code() }),
             requests: outcome.stats.requests,
             bytes: outcome.stats.bytes,
             error: outcome.fatal.clone(),
@@ -421,7 +421,7 @@ impl Connection {
         // Close every passed fd before the reply: the frontend sees end of file no later than `connect` exits.
         drop(passed);
         drop(cwd);
-        self.reply(&if broken_pipe { Reply::Signal(protocol::SIGPIPE) } else { Reply::Exit(outcome.exit as u8) });
+        self.reply(&if broken_pipe { Reply::Signal(protocol::SIGPIPE) } else { Reply::Exit(outcome.code()) });
         Record::stream("connect", &outcome, cancel.reason(), broken_pipe)
     }
 

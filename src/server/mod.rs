@@ -132,6 +132,8 @@ impl State {
         SessionConfig {
             fast_import_args: args,
             may_name_files: self.access.may_name_files(uid),
+            // git would write with the daemon's rights: only for its own uid.
+            write_through: self.session.write_through.clone().filter(|_| uid == self.access.server_uid),
             live: Some(Arc::clone(&self.counters.work)),
             ..self.session.clone()
         }

@@ -97,6 +97,11 @@ impl StreamBlobs {
         self.blobs.contains_key(id)
     }
 
+    /// The ids of every blob the stream defined, in no order.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = &ObjectId> {
+        self.blobs.keys()
+    }
+
     fn spill_file(&mut self) -> Result<&mut File, StreamBlobError> {
         if self.spill.is_none() {
             self.spill = Some(tempfile::tempfile().map_err(StreamBlobError::Spill)?);

@@ -434,6 +434,12 @@ pub fn oracle(fixture: Fixture) -> (TempDir, Run) {
     (oracle, run)
 }
 
+/// A throwaway bare repository whose alternates reach `fixture`'s objects, for streams that write (git writes
+/// into its repository, so never into a fixture). Keep the `TempDir` while the repository is used.
+pub fn scratch_repo(fixture: Fixture) -> (TempDir, PathBuf) {
+    case::throwaway(&case::Source::Fixture(fixture), &format!("scratch-{}", fixture.name()))
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Assertions
 
