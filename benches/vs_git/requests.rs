@@ -178,7 +178,8 @@ fn write_lines(path: &Path, blobs: &[usize], inventory: &Inventory, prefix: &str
 fn history_order(git_dir: &Path, inventory: &Inventory, set: &[usize]) -> Result<Vec<usize>> {
     let wanted: HashMap<&str, usize> = set.iter().map(|&i| (inventory.blobs[i].oid.as_str(), i)).collect();
     let mut child = git::git(git_dir)
-        .args(["rev-list", "--objects", "--all"])
+        // A partial clone (git.git as fetched here is one) lacks some blobs its trees name: list what is there.
+        .args(["rev-list", "--objects", "--all", "--missing=allow-any"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
