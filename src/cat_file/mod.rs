@@ -1,0 +1,148 @@
+//! The `git cat-file` front end: the same flags, bytes and exit statuses as the installed git's.
+//!
+//! `args` parses the command line as git does; `single` answers `-t`, `-s`, `-e`, `-p` and `<type> <object>`;
+//! `batch` answers `--batch`, `--batch-check`, `--batch-command` and `--batch-all-objects`; `names` resolves
+//! object names; `format` expands `%(atoms)`; `tree` walks and prints trees.
+pub mod args;
+mod batch;
+pub mod format;
+pub mod names;
+mod output;
+mod single;
+mod tree;
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::fatal::fatal_line;
+use crate::store::{ReadError, Resolver, Store};
+use args::{Args, CmdMode, UsageError};
+use output::Output;
+
+/// What `cat-file` needs of the repository besides its objects.
+pub struct Repo<'a> {
+    pub store: &'a Store,
+    /// The git directory and the common one (they differ in linked worktrees), for references.
+    pub git_dir: &'a Path,
+    pub common_dir: &'a Path,
+    /// `core.quotePath`, for `-p` of trees.
+    pub quote_path: bool,
+    /// Bytes of delta bases to keep.
+    pub delta_cache_size: usize,
+}
+
+/// What ends `cat-file` with `fatal:`.
+#[derive(Debug, thiserror::Error)]
+pub enum CatFileError {
+    #[error(transparent)]
+    Format(#[from] format::FormatError),
+    #[error(transparent)]
+    Name(#[from] names::NameError),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(transparent)]
+    Write(#[from] crate::response::writev::WriteError),
+    #[error(transparent)]
+    Input(#[from] crate::line_reader::ReadError),
+    /// git's own `die()` messages, word for word.
+    #[error("{0}")]
+    Git(String),
+    #[error("cannot open the references of {}: {message}", crate::fatal::Bytes(.path.as_os_str().as_encoded_bytes()))]
+    Refs { path: std::path::PathBuf, message: String },
+}
+
+impl CatFileError {
+    fn git(message: impl Into<String>) -> CatFileError {
+        CatFileError::Git(message.into())
+    }
+}
+
+/// Runs `cat-file` with `args` (after the word `cat-file`) on `stdin`, writing to fds 1 and 2; returns the
+/// exit status.
+pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>, repo: &Repo<'_>, stdin: impl Read) -> u8 {
+    let args = match args::parse(args).and_then(check) {
+        Ok(args) => args,
+        Err(UsageError::Help) => {
+            Output::stdout(false).message(args::USAGE.as_bytes());
+            return 129;
+        }
+        Err(UsageError::Usage) => {
+            Output::stderr().message(args::USAGE.as_bytes());
+            return 129;
+        }
+        Err(err) => {
+            let separator = if matches!(err, UsageError::Fatal(_)) { "\n\n" } else { "\n" };
+            Output::stderr().message(format!("{err}{separator}{}", args::USAGE).as_bytes());
+            return 129;
+        }
+    };
+    let hash = repo.store.object_hash();
+    let refs = if repo.git_dir == repo.common_dir {
+        gix_ref::file::Store::at(repo.git_dir.to_owned(), hash)
+    } else {
+        gix_ref::file::Store::for_linked_worktree(repo.git_dir.to_owned(), repo.common_dir.to_owned(), hash)
+    };
+    let mut resolver = Resolver::new(repo.delta_cache_size);
+    let mut out = Output::stdout(args.buffer.unwrap_or(args.mode == Some(CmdMode::AllObjects)));
+    let names = names::Names { store: repo.store, refs, resolver: &mut resolver };
+    let result = match args.batch {
+        Some(_) => batch::run(&args, names, &mut out, stdin),
+        None => single::run(&args, names, repo.quote_path, &mut out),
+    };
+    let flushed = out.flush().map_err(CatFileError::from);
+    match result.and_then(|status| flushed.map(|()| status)) {
+        Ok(status) => status,
+        Err(err) => {
+            Output::stderr().message(&fatal_line(&err.to_string()));
+            128
+        }
+    }
+}
+
+/// git's option checks after parsing, in git's order, and the options cat-blobd refuses.
+fn check(args: Args) -> Result<Args, UsageError> {
+    let fatal = |message: String| Err(UsageError::Fatal(message));
+    let transform = matches!(args.mode, Some(CmdMode::Textconv | CmdMode::Filters));
+    if args.path.is_some() && !transform {
+        return fatal("'--path=<path|tree-ish>' needs '--filters' or '--textconv'".into());
+    }
+    if args.batch.is_none() {
+        let needs_batch = [
+            (args.follow_symlinks, "--follow-symlinks"),
+            (args.buffer.is_some(), "--buffer"),
+            (args.mode == Some(CmdMode::AllObjects), "--batch-all-objects"),
+            (args.nul_input, "-z"),
+            (args.nul, "-Z"),
+        ];
+        if let Some((_, flag)) = needs_batch.iter().find(|(set, _)| *set) {
+            return fatal(format!("'{flag}' requires a batch mode"));
+        }
+    }
+    if transform || args.mailmap {
+        let flag = match args.mode {
+            Some(CmdMode::Textconv) => "--textconv",
+            Some(CmdMode::Filters) => "--filters",
+            _ => "--use-mailmap",
+        };
+        return fatal(format!(
+            "cat-blobd cat-file does not support {flag}: it needs a work tree, attributes or a mailmap"
+        ));
+    }
+    if args.batch.is_some() {
+        if let Some(mode) = args.mode.filter(|mode| *mode != CmdMode::AllObjects) {
+            return fatal(format!("'{}' is incompatible with batch mode", mode.flag()));
+        }
+        if !args.rest.is_empty() {
+            return fatal("batch modes take no arguments".into());
+        }
+        return Ok(args);
+    }
+    match (args.mode, args.rest.len()) {
+        (Some(mode), 0) => fatal(format!("<object> required with '{}'", mode.flag())),
+        (Some(_), 1) => Ok(args),
+        (Some(_), _) => fatal("too many arguments".into()),
+        (None, 0) => Err(UsageError::Usage),
+        (None, 2) => Ok(args),
+        (None, n) => fatal(format!("only two arguments allowed in <type> <object> mode, not {n}")),
+    }
+}
