@@ -66,6 +66,12 @@ pub enum UsageError {
     /// `-h`: the usage on stdout.
     #[error("help")]
     Help,
+    /// An option cat-blobd does not implement: the message alone.
+    #[error("fatal: {0}")]
+    Unsupported(String),
+    /// git's `die()` during the option checks: the message alone, exit 128.
+    #[error("fatal: {0}")]
+    Die(String),
     /// No arguments at all: the usage alone on stderr.
     #[error("usage")]
     Usage,

@@ -2,11 +2,11 @@
 //! answer per input line, in order, each written before the next line is read unless `--buffer` is given.
 use std::io::Read;
 
+use super::CatFileError;
 use super::args::{Args, BatchMode, CmdMode};
 use super::format::{Fields, Format};
 use super::names::{NameError, Names};
 use super::output::Output;
-use super::{CatFileError, tree};
 use crate::fatal::Bytes;
 use crate::line_reader::LineReader;
 use crate::store::{Info, ObjectId, Place};
@@ -124,10 +124,7 @@ impl Batch<'_, '_> {
         let id = match self.names.resolve(name) {
             Ok(resolved) => resolved.id,
             Err(NameError::Missing | NameError::PathMissing { .. }) => return self.line(name, b" missing", out),
-            Err(NameError::Ambiguous(candidates)) => {
-                report_ambiguous(self.names, name, &candidates);
-                return self.line(name, b" ambiguous", out);
-            }
+            Err(NameError::Ambiguous(_)) => return self.line(name, b" ambiguous", out),
             Err(err) => return Err(err.into()),
         };
         self.object(&id, Some(name), None, rest, contents, out)
@@ -221,17 +218,4 @@ fn parse_command(line: &[u8]) -> Result<(&'static str, &[u8]), CatFileError> {
 /// git's `git_env_bool`, for the values a test sets.
 fn git_env_bool(value: &std::ffi::OsStr) -> bool {
     gix_config::Boolean::try_from(value.to_owned()).is_ok_and(|b| b.0)
-}
-
-/// git's message for an ambiguous abbreviation (`get_short_oid` without `GET_OID_QUIETLY`): the error line,
-/// then a hint per candidate.
-pub fn report_ambiguous(names: &mut Names<'_>, name: &[u8], candidates: &[ObjectId]) {
-    let mut message = format!("error: short object ID {} is ambiguous\nhint: The candidates are:\n", Bytes(name));
-    for id in candidates {
-        let kind = tree::kind_of(names.store, id).ok().flatten();
-        let short = &id.to_hex().to_string()[..name.len().max(7).min(id.kind().len_in_hex())];
-        let kind = kind.map_or("unknown type".to_string(), |kind| kind.to_string());
-        message.push_str(&format!("hint:   {short} {kind}\n"));
-    }
-    Output::stderr().message(message.as_bytes());
 }

@@ -66,6 +66,10 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>, repo: &Repo<'_>, 
             Output::stdout(false).message(args::USAGE.as_bytes());
             return 129;
         }
+        Err(err @ (UsageError::Unsupported(_) | UsageError::Die(_))) => {
+            Output::stderr().message(format!("{err}\n").as_bytes());
+            return if matches!(err, UsageError::Die(_)) { 128 } else { 129 };
+        }
         Err(UsageError::Usage) => {
             Output::stderr().message(args::USAGE.as_bytes());
             return 129;
@@ -124,9 +128,8 @@ fn check(args: Args) -> Result<Args, UsageError> {
             Some(CmdMode::Filters) => "--filters",
             _ => "--use-mailmap",
         };
-        return fatal(format!(
-            "cat-blobd cat-file does not support {flag}: it needs a work tree, attributes or a mailmap"
-        ));
+        let why = "it needs a work tree, attributes or a mailmap";
+        return Err(UsageError::Unsupported(format!("cat-blobd cat-file does not support {flag}: {why}")));
     }
     if args.batch.is_some() {
         if let Some(mode) = args.mode.filter(|mode| *mode != CmdMode::AllObjects) {
@@ -139,9 +142,15 @@ fn check(args: Args) -> Result<Args, UsageError> {
     }
     match (args.mode, args.rest.len()) {
         (Some(mode), 0) => fatal(format!("<object> required with '{}'", mode.flag())),
+        (mode, 1) if args.allow_unknown_type && !matches!(mode, Some(CmdMode::Type | CmdMode::Size)) => {
+            Err(UsageError::Die("git cat-file --allow-unknown-type: use with -s or -t".into()))
+        }
         (Some(_), 1) => Ok(args),
         (Some(_), _) => fatal("too many arguments".into()),
         (None, 0) => Err(UsageError::Usage),
+        (None, 2) if args.allow_unknown_type => {
+            Err(UsageError::Die("git cat-file --allow-unknown-type: use with -s or -t".into()))
+        }
         (None, 2) => Ok(args),
         (None, n) => fatal(format!("only two arguments allowed in <type> <object> mode, not {n}")),
     }

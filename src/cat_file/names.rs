@@ -10,6 +10,7 @@ use gix_object::Kind;
 use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
 
 use super::tree;
+use crate::fatal::Bytes;
 use crate::store::{PrefixMatch, ReadError, Resolver, Store};
 
 /// A resolved name: the object and, for `<rev>:<path>`, the tree entry's mode.
@@ -60,7 +61,8 @@ impl Names<'_> {
         {
             return Ok(Resolved { id, mode: None });
         }
-        let mut spec = Spec { names: self, current: None, mode: None, failure: None, unsupported: None };
+        let mut spec =
+            Spec { names: self, name, peels: 0, current: None, mode: None, failure: None, unsupported: None };
         let parsed = gix_revision::spec::parse(name.into(), &mut spec);
         if let Some(form) = spec.unsupported {
             return Err(NameError::Unsupported { form, name: name.to_vec() });
@@ -91,6 +93,39 @@ impl Names<'_> {
     }
 }
 
+/// The name up to the end of its `n`-th `^{commit}`, `^{tag}`, `^{tree}` or `^{blob}` (or `^0`, which gix-revision
+/// also reports as a peel to a commit).
+fn nth_onion(name: &[u8], n: usize) -> &[u8] {
+    let mut seen = 0;
+    for at in 0..name.len() {
+        let rest = &name[at..];
+        let len = [&b"^{commit}"[..], b"^{tag}", b"^{tree}", b"^{blob}"]
+            .iter()
+            .find(|onion| rest.starts_with(onion))
+            .map(|onion| onion.len())
+            .or_else(|| (rest.starts_with(b"^0") && !rest.get(2).is_some_and(u8::is_ascii_digit)).then_some(2));
+        if let Some(len) = len {
+            seen += 1;
+            if seen == n {
+                return &name[..at + len];
+            }
+        }
+    }
+    name
+}
+
+/// git's message for an ambiguous abbreviation (`get_short_oid` without `GET_OID_QUIETLY`): the error line,
+/// then a hint per candidate with its type.
+fn report_ambiguous(store: &Store, prefix: &[u8], candidates: &[ObjectId]) {
+    let mut message = format!("error: short object ID {} is ambiguous\nhint: The candidates are:\n", Bytes(prefix));
+    for id in candidates {
+        let kind = tree::kind_of(store, id).ok().flatten().map_or("unknown type".to_string(), |kind| kind.to_string());
+        let hex = id.to_hex().to_string();
+        message.push_str(&format!("hint:   {} {kind}\n", &hex[..prefix.len().max(7).min(hex.len())]));
+    }
+    super::output::Output::stderr().message(message.as_bytes());
+}
+
 /// The `<rev>` of `<rev>:<path>`: up to the first colon outside braces (git's `get_oid_with_context_1`).
 fn rev_before_path(name: &[u8]) -> &[u8] {
     let mut depth = 0usize;
@@ -114,6 +149,9 @@ enum Failure {
 /// gix-revision's delegate: the object reached so far.
 struct Spec<'n, 'a> {
     names: &'n mut Names<'a>,
+    /// The whole name, and how many `^{<type>}` peels were met so far (for git's message naming the part).
+    name: &'n [u8],
+    peels: usize,
     current: Option<ObjectId>,
     mode: Option<u32>,
     failure: Option<Failure>,
@@ -171,7 +209,12 @@ impl delegate::Revision for Spec<'_, '_> {
         if hint.is_none()
             && let Some(id) = self.names.find_ref(&text)
         {
-            // git looks the name up as a reference first.
+            // git looks the name up as a reference first, and warns when it is an abbreviated id too
+            // (`core.warnAmbiguousRefs`).
+            if matches!(self.names.store.find_prefix(&prefix), PrefixMatch::Unique(_)) {
+                let warning = format!("warning: refname '{}' is ambiguous.\n", crate::fatal::Bytes(&text));
+                super::output::Output::stderr().message(warning.as_bytes());
+            }
             return self.set(id);
         }
         if prefix.hex_len() == self.names.store.object_hash().len_in_hex() {
@@ -193,6 +236,8 @@ impl delegate::Revision for Spec<'_, '_> {
                 match commits[..] {
                     [id] => self.set(id),
                     _ => {
+                        // git's get_short_oid says so on stderr wherever in the name the abbreviation is.
+                        report_ambiguous(self.names.store, &text, &candidates);
                         self.failure = Some(Failure::Ambiguous(text, candidates));
                         Err(stop())
                     }
@@ -229,8 +274,20 @@ impl delegate::Navigate for Spec<'_, '_> {
         let store = self.names.store;
         match kind {
             PeelTo::ObjectKind(kind) => {
-                let peeled = tree::peel_to_kind(store, self.names.resolver, id, kind);
-                self.step(peeled)
+                self.peels += 1;
+                match tree::peel_or_dead_end(store, self.names.resolver, id, kind) {
+                    Ok(Some(Err(reached))) => {
+                        // git's `peel_to_type` says so on stderr, naming the name up to this `^{<type>}`.
+                        let onion = nth_onion(self.name, self.peels);
+                        let message = format!(
+                            "error: {}: expected {kind} type, but the object dereferences to {reached} type\n",
+                            crate::fatal::Bytes(onion)
+                        );
+                        super::output::Output::stderr().message(message.as_bytes());
+                        self.fail(NameError::Missing)
+                    }
+                    peeled => self.step(peeled.map(|found| found.and_then(Result::ok))),
+                }
             }
             PeelTo::ValidObject => self.step(tree::kind_of(store, &id).map(|kind| kind.map(|_| id))),
             PeelTo::RecursiveTagObject => {

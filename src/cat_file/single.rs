@@ -50,10 +50,6 @@ fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFil
         Err(err @ (NameError::PathMissing { .. } | NameError::Unsupported { .. } | NameError::Read(_))) => {
             Err(err.into())
         }
-        Err(NameError::Ambiguous(candidates)) => {
-            super::batch::report_ambiguous(names, name, &candidates);
-            Err(CatFileError::git(format!("Not a valid object name {}", Bytes(name))))
-        }
         Err(_) => Err(CatFileError::git(format!("Not a valid object name {}", Bytes(name)))),
     }
 }

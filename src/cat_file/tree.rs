@@ -43,20 +43,31 @@ pub fn peel_tags(store: &Store, resolver: &mut Resolver, mut id: ObjectId) -> Re
 pub fn peel_to_kind(
     store: &Store,
     resolver: &mut Resolver,
-    mut id: ObjectId,
+    id: ObjectId,
     kind: Kind,
 ) -> Result<Option<ObjectId>, NameError> {
+    Ok(peel_or_dead_end(store, resolver, id, kind)?.and_then(Result::ok))
+}
+
+/// Like [`peel_to_kind`], but says where the chain ended: `Err(kind)` is the blob or tree it reached
+/// instead (git's "expected … type, but the object dereferences to … type"); `None`, a missing object.
+pub fn peel_or_dead_end(
+    store: &Store,
+    resolver: &mut Resolver,
+    mut id: ObjectId,
+    kind: Kind,
+) -> Result<Option<Result<ObjectId, Kind>>, NameError> {
     loop {
         let Some(object) = read(store, resolver, &id)? else { return Ok(None) };
         if object.kind == kind {
-            return Ok(Some(id));
+            return Ok(Some(Ok(id)));
         }
         id = match object.kind {
             Kind::Tag => tag_target(store, &object, &id)?,
             Kind::Commit => CommitRefIter::from_bytes(&object.data, store.object_hash())
                 .tree_id()
                 .map_err(|_| unparsable(&id, Kind::Commit))?,
-            _ => return Ok(None),
+            other => return Ok(Some(Err(other))),
         };
     }
 }
