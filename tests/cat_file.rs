@@ -239,6 +239,54 @@ fn single_object_modes() {
 }
 
 #[test]
+fn symlinks_with_follow_symlinks() {
+    let dir = repo("names.git");
+    let paths = [
+        "link",
+        "dirlink",
+        "through-dir",
+        "dangling",
+        "loop-a",
+        "escape",
+        "absolute",
+        "dir/up",
+        "notdir",
+        "dirlink/file",
+        "dirlink/nope",
+        "hello.txt/x",
+        "dir/sub/../../hello.txt",
+        "link/x",
+        "",
+        "dir/",
+        "nope",
+        "dir/sub/file",
+        "dirlink/../hello.txt",
+    ];
+    let names: Vec<String> =
+        paths.iter().map(|path| format!("HEAD:{path}")).chain(["HEAD".into(), "v1:link".into()]).collect();
+    for args in [
+        &["--batch", "--follow-symlinks"][..],
+        &["--batch-check", "--follow-symlinks"],
+        &[ALL_ATOMS, "--follow-symlinks"],
+    ] {
+        same(&dir, args, &lines(&names, b'\n'));
+    }
+    same(&dir, &["--batch-check", "--follow-symlinks", "-Z"], &lines(&names, 0));
+    same(&dir, &["--batch-command", "--follow-symlinks"], b"info HEAD:dangling\ncontents HEAD:through-dir\n");
+}
+
+#[test]
+fn single_object_names_that_do_not_resolve_are_explained_as_git_does() {
+    let dir = repo("names.git");
+    let ambiguous = format!("{}:x", fixture_word("ambiguous"));
+    for name in ["nope:x", "HEAD~9:x", "HEAD^{blob}:x", "HEAD:nope", "HEAD:dir/nope", "nope", "HEAD^{blob}", &ambiguous]
+    {
+        same(&dir, &["-p", name], b"");
+        same(&dir, &["-t", name], b"");
+    }
+}
+
+#[test]
 fn replace_refs_apply_unless_turned_off() {
     let dir = repo("names.git");
     let input = b"v1:hello.txt\nHEAD\n";

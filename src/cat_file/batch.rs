@@ -26,9 +26,6 @@ pub fn run(args: &Args, mut names: Names<'_>, out: &mut Output, stdin: impl Read
         Some(text) => Format::parse(&text)?,
         None => Format::default_format(),
     };
-    if args.follow_symlinks {
-        return Err(CatFileError::git("cat-blobd cat-file does not support --follow-symlinks yet"));
-    }
     let delimiter = if args.nul { 0 } else { b'\n' };
     let all = args.mode == Some(CmdMode::AllObjects);
     let mut batch = Batch { names: &mut names, format, delimiter, exact: all };
@@ -123,8 +120,14 @@ impl Batch<'_, '_> {
     fn one(&mut self, name: &[u8], rest: Option<&[u8]>, contents: bool, out: &mut Output) -> Result<(), CatFileError> {
         let id = match self.names.resolve(name) {
             Ok(resolved) => resolved.id,
-            Err(NameError::Missing | NameError::PathMissing { .. }) => return self.line(name, b" missing", out),
+            Err(NameError::Missing | NameError::PathMissing { .. } | NameError::InvalidRev(_)) => {
+                return self.line(name, b" missing", out);
+            }
             Err(NameError::Ambiguous(_)) => return self.line(name, b" ambiguous", out),
+            Err(NameError::Dangling) => return self.symlink_line(b"dangling", name, out),
+            Err(NameError::Loop) => return self.symlink_line(b"loop", name, out),
+            Err(NameError::NotDir) => return self.symlink_line(b"notdir", name, out),
+            Err(NameError::OutOfTree(target)) => return self.symlink_line(b"symlink", &target, out),
             Err(err) => return Err(err.into()),
         };
         self.object(&id, Some(name), None, rest, contents, out)
@@ -133,6 +136,15 @@ impl Batch<'_, '_> {
     /// `<name><what><delimiter>`, written at once (git flushes these even with `--buffer`).
     fn line(&mut self, name: &[u8], what: &[u8], out: &mut Output) -> Result<(), CatFileError> {
         out.push([name, what, &[self.delimiter]].concat());
+        out.end_answer()?;
+        Ok(())
+    }
+
+    /// `--follow-symlinks` answers: `<what> SP <length of text> <delimiter> <text> <delimiter>`.
+    fn symlink_line(&mut self, what: &[u8], text: &[u8], out: &mut Output) -> Result<(), CatFileError> {
+        let length = text.len().to_string();
+        let delimiter = [self.delimiter];
+        out.push([what, b" ", length.as_bytes(), &delimiter, text, &delimiter].concat());
         out.end_answer()?;
         Ok(())
     }

@@ -9,6 +9,7 @@ pub mod format;
 pub mod names;
 mod output;
 mod single;
+mod symlinks;
 mod tree;
 
 use std::io::Read;
@@ -88,7 +89,8 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>, repo: &Repo<'_>, 
     };
     let mut resolver = Resolver::new(repo.delta_cache_size);
     let mut out = Output::stdout(args.buffer.unwrap_or(args.mode == Some(CmdMode::AllObjects)));
-    let names = names::Names { store: repo.store, refs, resolver: &mut resolver };
+    let names =
+        names::Names { store: repo.store, refs, resolver: &mut resolver, follow_symlinks: args.follow_symlinks };
     let result = match args.batch {
         Some(_) => batch::run(&args, names, &mut out, stdin),
         None => single::run(&args, names, repo.quote_path, &mut out),

@@ -9,6 +9,7 @@ use gix_hash::{ObjectId, Prefix};
 use gix_object::Kind;
 use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
 
+use super::symlinks::{self, Followed};
 use super::tree;
 use crate::fatal::Bytes;
 use crate::store::{PrefixMatch, ReadError, Resolver, Store};
@@ -33,9 +34,24 @@ pub enum NameError {
     /// single-object modes git explains it).
     #[error("path '{}' does not exist in '{}'", crate::fatal::Bytes(.path), crate::fatal::Bytes(.rev))]
     PathMissing { path: Vec<u8>, rev: Vec<u8> },
+    /// `<rev>:<path>` whose `<rev>` names nothing (the single-object modes say so; batches say missing).
+    #[error("invalid object name '{}'.", crate::fatal::Bytes(.0))]
+    InvalidRev(Vec<u8>),
     /// A form of name that cat-blobd does not resolve.
     #[error("cat-blobd cat-file does not support {form} in object names: '{}'", crate::fatal::Bytes(.name))]
     Unsupported { form: &'static str, name: Vec<u8> },
+    /// `--follow-symlinks`: a symlink whose target is not in the tree (git's `DANGLING_SYMLINK`).
+    #[error("dangling symlink")]
+    Dangling,
+    /// `--follow-symlinks`: more than 40 links (`SYMLINK_LOOP`).
+    #[error("symlink loop")]
+    Loop,
+    /// `--follow-symlinks`: a file where the path needs a directory (`NOT_DIR`).
+    #[error("not a directory")]
+    NotDir,
+    /// `--follow-symlinks`: a symlink leading out of the tree, to this path (git answers `symlink <path>`).
+    #[error("symlink out of the tree")]
+    OutOfTree(Vec<u8>),
     #[error(transparent)]
     Read(#[from] ReadError),
     /// An object that gix-object cannot parse where git needs to look into it (a commit's tree, a tag's target).
@@ -50,6 +66,8 @@ pub struct Names<'a> {
     pub store: &'a Store,
     pub refs: gix_ref::file::Store,
     pub resolver: &'a mut Resolver,
+    /// `--follow-symlinks`: `<rev>:<path>` follows symlinks inside the tree.
+    pub follow_symlinks: bool,
 }
 
 impl Names<'_> {
@@ -61,8 +79,16 @@ impl Names<'_> {
         {
             return Ok(Resolved { id, mode: None });
         }
-        let mut spec =
-            Spec { names: self, name, peels: 0, current: None, mode: None, failure: None, unsupported: None };
+        let mut spec = Spec {
+            names: self,
+            name,
+            peels: 0,
+            reached_path: false,
+            current: None,
+            mode: None,
+            failure: None,
+            unsupported: None,
+        };
         let parsed = gix_revision::spec::parse(name.into(), &mut spec);
         if let Some(form) = spec.unsupported {
             return Err(NameError::Unsupported { form, name: name.to_vec() });
@@ -76,7 +102,10 @@ impl Names<'_> {
                 Some(Failure::Error(NameError::PathMissing { path, .. })) => {
                     NameError::PathMissing { path, rev: rev_before_path(name).to_vec() }
                 }
-                Some(Failure::Error(err)) => err,
+                Some(Failure::Error(err)) if !matches!(err, NameError::Missing) => err,
+                _ if !spec.reached_path && rev_before_path(name).len() < name.len() && !name.starts_with(b":") => {
+                    NameError::InvalidRev(rev_before_path(name).to_vec())
+                }
                 _ => NameError::Missing,
             }),
         }
@@ -152,6 +181,8 @@ struct Spec<'n, 'a> {
     /// The whole name, and how many `^{<type>}` peels were met so far (for git's message naming the part).
     name: &'n [u8],
     peels: usize,
+    /// Did the walk get as far as the `:<path>` part?
+    reached_path: bool,
     current: Option<ObjectId>,
     mode: Option<u32>,
     failure: Option<Failure>,
@@ -295,8 +326,24 @@ impl delegate::Navigate for Spec<'_, '_> {
                 self.step(peeled)
             }
             PeelTo::Path(path) => {
+                self.reached_path = true;
                 if path.starts_with(b"./") || path.starts_with(b"../") || path == "." || path == ".." {
                     return self.unsupported("paths relative to the current directory (<rev>:./<path>)");
+                }
+                if self.names.follow_symlinks {
+                    return match symlinks::follow(store, self.names.resolver, id, path) {
+                        Ok(Followed::Found(entry, mode)) => {
+                            self.set(entry)?;
+                            self.mode = Some(mode);
+                            Ok(())
+                        }
+                        Ok(Followed::Missing) => self.fail(NameError::Missing),
+                        Ok(Followed::Dangling) => self.fail(NameError::Dangling),
+                        Ok(Followed::Loop) => self.fail(NameError::Loop),
+                        Ok(Followed::NotDir) => self.fail(NameError::NotDir),
+                        Ok(Followed::OutOfTree(target)) => self.fail(NameError::OutOfTree(target)),
+                        Err(err) => self.fail(err),
+                    };
                 }
                 match tree::lookup_path(store, self.names.resolver, id, path) {
                     Ok(Some((entry, mode))) => {

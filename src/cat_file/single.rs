@@ -47,9 +47,12 @@ pub fn run(args: &Args, mut names: Names<'_>, quote_path: bool, out: &mut Output
 fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFileError> {
     match names.resolve(name) {
         Ok(resolved) => Ok(resolved),
-        Err(err @ (NameError::PathMissing { .. } | NameError::Unsupported { .. } | NameError::Read(_))) => {
-            Err(err.into())
-        }
+        Err(
+            err @ (NameError::PathMissing { .. }
+            | NameError::InvalidRev(_)
+            | NameError::Unsupported { .. }
+            | NameError::Read(_)),
+        ) => Err(err.into()),
         Err(_) => Err(CatFileError::git(format!("Not a valid object name {}", Bytes(name)))),
     }
 }
