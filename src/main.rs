@@ -61,7 +61,7 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
     let opened = settings::assemble(&defaults, &Environment::from_process(), Use::OneShot)
         .map_err(anyhow::Error::from)
         .and_then(|assembled| Ok((assembled, std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?))));
-    let (Assembled { repo, store, .. }, stdin) = match opened {
+    let (Assembled { repo, store, stream }, stdin) = match opened {
         Ok(opened) => opened,
         Err(err) => {
             print_fatal(&format!("{err:#}"));
@@ -74,6 +74,7 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
         common_dir: &repo.common_dir,
         quote_path: repo.config.quote_path,
         delta_cache_size: usize::try_from(defaults.delta_cache_size).unwrap_or(usize::MAX),
+        engine: stream.engine,
     };
     ExitCode::from(cat_file::run(args, &cat_file_repo, stdin))
 }

@@ -6,6 +6,7 @@
 pub mod args;
 mod batch;
 pub mod format;
+mod job;
 pub mod names;
 mod output;
 mod single;
@@ -15,6 +16,7 @@ mod tree;
 use std::io::Read;
 use std::path::Path;
 
+use crate::engine::{EngineConfig, EngineError};
 use crate::fatal::fatal_line;
 use crate::store::{ReadError, Resolver, Store};
 use args::{Args, CmdMode, UsageError};
@@ -30,6 +32,8 @@ pub struct Repo<'a> {
     pub quote_path: bool,
     /// Bytes of delta bases to keep.
     pub delta_cache_size: usize,
+    /// The engine that answers batches: resolver threads, window.
+    pub engine: EngineConfig,
 }
 
 /// What ends `cat-file` with `fatal:`.
@@ -52,6 +56,15 @@ pub enum CatFileError {
     Refs { path: std::path::PathBuf, message: String },
 }
 
+impl From<EngineError<CatFileError>> for CatFileError {
+    fn from(err: EngineError<CatFileError>) -> CatFileError {
+        match err {
+            EngineError::Write(err) => CatFileError::Write(err),
+            EngineError::Job(err) => err,
+        }
+    }
+}
+
 impl CatFileError {
     fn git(message: impl Into<String>) -> CatFileError {
         CatFileError::Git(message.into())
@@ -64,7 +77,7 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>, repo: &Repo<'_>, 
     let args = match args::parse(args).and_then(check) {
         Ok(args) => args,
         Err(UsageError::Help) => {
-            Output::stdout(false).message(args::USAGE.as_bytes());
+            Output::stdout().message(args::USAGE.as_bytes());
             return 129;
         }
         Err(err @ (UsageError::Unsupported(_) | UsageError::Die(_))) => {
@@ -88,11 +101,11 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>, repo: &Repo<'_>, 
         gix_ref::file::Store::for_linked_worktree(repo.git_dir.to_owned(), repo.common_dir.to_owned(), hash)
     };
     let mut resolver = Resolver::new(repo.delta_cache_size);
-    let mut out = Output::stdout(args.buffer.unwrap_or(args.mode == Some(CmdMode::AllObjects)));
+    let mut out = Output::stdout();
     let names =
         names::Names { store: repo.store, refs, resolver: &mut resolver, follow_symlinks: args.follow_symlinks };
     let result = match args.batch {
-        Some(_) => batch::run(&args, names, &mut out, stdin),
+        Some(_) => batch::run(&args, names, repo.engine, stdin),
         None => single::run(&args, names, repo.quote_path, &mut out),
     };
     let flushed = out.flush().map_err(CatFileError::from);

@@ -1,0 +1,72 @@
+//! The part of a batch answer that runs on the engine's resolver threads: looking the object up (type and size
+//! from headers, or the whole object for `--batch` contents) and formatting its answer. Names are resolved
+//! before, in order, on the front end's thread.
+use std::sync::Arc;
+
+use super::CatFileError;
+use super::format::{Fields, Format};
+use crate::engine::Job;
+use crate::response::encode::Response;
+use crate::store::{Info, ObjectId, Place, Resolver, Store};
+
+/// A resolver thread's scratch state.
+pub struct Worker<'s> {
+    pub store: &'s Store,
+    pub resolver: Resolver,
+}
+
+/// What every answer of one batch shares.
+pub struct Settings {
+    pub format: Format,
+    pub delimiter: u8,
+    /// `--batch-all-objects` reads objects as stored: replace refs are off.
+    pub exact: bool,
+}
+
+/// One object to answer for (git's `batch_object_write`).
+pub struct ObjectJob<'s> {
+    pub settings: Arc<Settings>,
+    pub id: ObjectId,
+    /// The name as given (for `<name> missing`); `None` for `--batch-all-objects`.
+    pub name: Option<Vec<u8>>,
+    pub rest: Option<Vec<u8>>,
+    pub contents: bool,
+    /// Where `--batch-all-objects --unordered` found it.
+    pub place: Option<Place>,
+    pub store: std::marker::PhantomData<&'s Store>,
+}
+
+impl<'s> Job for ObjectJob<'s> {
+    type Worker = Worker<'s>;
+    type Error = CatFileError;
+
+    fn run(self, worker: &mut Worker<'s>) -> Result<Response, CatFileError> {
+        let (store, settings) = (worker.store, &*self.settings);
+        let mut info: Option<Info> = None;
+        if self.contents || settings.format.needs_info() {
+            let on_disk = settings.format.needs_disk();
+            info = match (&self.place, settings.exact) {
+                (Some(place), _) => Some(store.info_at(&self.id, place, on_disk)?),
+                (None, true) => store.info_exact(&self.id, on_disk)?,
+                (None, false) => store.info(&self.id, on_disk)?,
+            };
+            if info.is_none() {
+                let name = self.name.unwrap_or_else(|| self.id.to_hex().to_string().into_bytes());
+                return Ok(Response::Missing([&name[..], b" missing", &[settings.delimiter]].concat()));
+            }
+        }
+        let mut line = Vec::with_capacity(128);
+        let fields = Fields { id: &self.id, info: info.as_ref(), rest: self.rest.as_deref() };
+        settings.format.expand(&fields, &mut line);
+        line.push(settings.delimiter);
+        if !self.contents {
+            return Ok(Response::Line(line));
+        }
+        let object = match settings.exact {
+            true => store.read_exact(&self.id, &mut worker.resolver)?,
+            false => store.read(&self.id, &mut worker.resolver)?,
+        };
+        let object = object.ok_or_else(|| CatFileError::git(format!("object {} disappeared", self.id)))?;
+        Ok(Response::object(&line, object.data, settings.delimiter))
+    }
+}
