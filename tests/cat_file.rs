@@ -152,6 +152,7 @@ fn names(dir: &Path) -> Vec<String> {
     ];
     names.extend(forms.iter().map(|s| s.to_string()));
     names.extend([ambiguous.clone(), format!("{ambiguous}^{{}}"), ref_like.clone(), format!("{ref_like}^{{}}")]);
+    names.extend([fixture_word("ambiguous-commit"), fixture_word("ambiguous-tag")]);
     names.extend([head[..10].to_owned(), head.to_uppercase(), format!("x-g{}", &head[..7])]);
     names
 }
@@ -235,7 +236,10 @@ fn single_object_modes() {
             same(&dir, &[kind, name], b"");
         }
     }
-    same(&dir, &["-p", &fixture_word("ambiguous")], b"");
+    for ambiguous in ["ambiguous", "ambiguous-commit", "ambiguous-tag"] {
+        same(&dir, &["-p", &fixture_word(ambiguous)], b"");
+        same(&dir, &["-t", &format!("{}^{{}}", fixture_word(ambiguous))], b"");
+    }
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! `args` parses the command line as git does; `single` answers `-t`, `-s`, `-e`, `-p` and `<type> <object>`;
 //! `batch` answers `--batch`, `--batch-check`, `--batch-command` and `--batch-all-objects`; `names` resolves
 //! object names; `format` expands `%(atoms)`; `tree` walks and prints trees.
+mod ambiguous;
 pub mod args;
 mod batch;
 pub mod format;

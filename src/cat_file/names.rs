@@ -9,9 +9,9 @@ use gix_hash::{ObjectId, Prefix};
 use gix_object::Kind;
 use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
 
+use super::ambiguous;
 use super::symlinks::{self, Followed};
 use super::tree;
-use crate::fatal::Bytes;
 use crate::store::{PrefixMatch, ReadError, Resolver, Store};
 
 /// A resolved name: the object and, for `<rev>:<path>`, the tree entry's mode.
@@ -143,18 +143,6 @@ fn nth_onion(name: &[u8], n: usize) -> &[u8] {
     name
 }
 
-/// git's message for an ambiguous abbreviation (`get_short_oid` without `GET_OID_QUIETLY`): the error line,
-/// then a hint per candidate with its type.
-fn report_ambiguous(store: &Store, prefix: &[u8], candidates: &[ObjectId]) {
-    let mut message = format!("error: short object ID {} is ambiguous\nhint: The candidates are:\n", Bytes(prefix));
-    for id in candidates {
-        let kind = tree::kind_of(store, id).ok().flatten().map_or("unknown type".to_string(), |kind| kind.to_string());
-        let hex = id.to_hex().to_string();
-        message.push_str(&format!("hint:   {} {kind}\n", &hex[..prefix.len().max(7).min(hex.len())]));
-    }
-    super::output::Output::stderr().message(message.as_bytes());
-}
-
 /// The `<rev>` of `<rev>:<path>`: up to the first colon outside braces (git's `get_oid_with_context_1`).
 fn rev_before_path(name: &[u8]) -> &[u8] {
     let mut depth = 0usize;
@@ -268,7 +256,7 @@ impl delegate::Revision for Spec<'_, '_> {
                     [id] => self.set(id),
                     _ => {
                         // git's get_short_oid says so on stderr wherever in the name the abbreviation is.
-                        report_ambiguous(self.names.store, &text, &candidates);
+                        ambiguous::report(self.names.store, self.names.resolver, &text, &candidates);
                         self.failure = Some(Failure::Ambiguous(text, candidates));
                         Err(stop())
                     }

@@ -53,6 +53,11 @@ impl Store {
         }
     }
 
+    /// Objects in all packs, duplicates counted (git's `repo_approximate_object_count`).
+    pub fn packed_object_count(&self) -> usize {
+        self.snapshots().iter().flat_map(|set| set.packs.iter()).map(|pack| pack.index.num_objects() as usize).sum()
+    }
+
     /// The objects whose ids start with `prefix`, in packs and loose.
     pub fn find_prefix(&self, prefix: &Prefix) -> PrefixMatch {
         let mut found = Vec::new();
