@@ -111,14 +111,50 @@ impl Names<'_> {
         }
     }
 
-    /// A reference by the name the user gave, in git's lookup order, followed to its object.
-    fn find_ref(&self, name: &[u8]) -> Option<ObjectId> {
+    /// A reference by the name the user gave, in git's lookup order, followed to its object. Like git
+    /// (`core.warnAmbiguousRefs`), warns when the name matches refs by more than one of git's rules, or when
+    /// `also_an_id` (it is an abbreviated id of an object too).
+    fn find_ref(&self, name: &[u8], also_an_id: bool) -> Option<ObjectId> {
+        let id = self.follow(name)?;
+        if also_an_id || self.rule_matches(name) > 1 {
+            let warning = format!("warning: refname '{}' is ambiguous.\n", crate::fatal::Bytes(name));
+            super::output::Output::stderr().message(warning.as_bytes());
+        }
+        Some(id)
+    }
+
+    /// The object a (partial) ref name leads to.
+    fn follow(&self, name: &[u8]) -> Option<ObjectId> {
         use gix_ref::file::ReferenceExt;
         let name: &gix_object::bstr::BStr = name.into();
         let partial: &gix_ref::PartialNameRef = name.try_into().ok()?;
         let mut reference = self.refs.try_find(partial).ok()??;
         let packed = self.refs.cached_packed_buffer().ok().flatten();
         reference.follow_to_object_packed(&self.refs, packed.as_ref().map(|buffer| &***buffer)).ok()
+    }
+
+    /// How many of git's `ref_rev_parse_rules` name an existing ref for `name` (git's `repo_dwim_ref` count).
+    fn rule_matches(&self, name: &[u8]) -> usize {
+        let rules: [(&[u8], &[u8]); 5] = [
+            (b"refs/", b""),
+            (b"refs/tags/", b""),
+            (b"refs/heads/", b""),
+            (b"refs/remotes/", b""),
+            (b"refs/remotes/", b"/HEAD"),
+        ];
+        let exact =
+            usize::from(name.starts_with(b"refs/") || name.iter().all(|b| b.is_ascii_uppercase() || *b == b'_'));
+        let expanded = rules
+            .iter()
+            .filter(|(prefix, suffix)| {
+                let full = [prefix, name, suffix].concat();
+                let full: &gix_object::bstr::BStr = full.as_slice().into();
+                let Ok(full) = <&gix_ref::FullNameRef>::try_from(full) else { return false };
+                self.refs.try_find(full.as_partial_name()).ok().flatten().is_some_and(|r| r.name.as_ref() == full)
+            })
+            .count();
+        // A name starting with `refs/` also matches the first rule ("%s") as itself.
+        expanded + exact.min(usize::from(self.follow(name).is_some()))
     }
 }
 
@@ -217,7 +253,7 @@ impl Spec<'_, '_> {
 
 impl delegate::Revision for Spec<'_, '_> {
     fn find_ref(&mut self, name: &gix_object::bstr::BStr) -> gix_error::Result {
-        match self.names.find_ref(name) {
+        match self.names.find_ref(name, false) {
             Some(id) => self.set(id),
             None => self.fail(NameError::Missing),
         }
@@ -225,15 +261,12 @@ impl delegate::Revision for Spec<'_, '_> {
 
     fn disambiguate_prefix(&mut self, prefix: Prefix, hint: Option<PrefixHint<'_>>) -> gix_error::Result {
         let text = prefix.to_string().into_bytes();
+        let also_an_id = || matches!(self.names.store.find_prefix(&prefix), PrefixMatch::Unique(_));
         if hint.is_none()
-            && let Some(id) = self.names.find_ref(&text)
+            && self.names.follow(&text).is_some()
+            && let Some(id) = self.names.find_ref(&text, also_an_id())
         {
-            // git looks the name up as a reference first, and warns when it is an abbreviated id too
-            // (`core.warnAmbiguousRefs`).
-            if matches!(self.names.store.find_prefix(&prefix), PrefixMatch::Unique(_)) {
-                let warning = format!("warning: refname '{}' is ambiguous.\n", crate::fatal::Bytes(&text));
-                super::output::Output::stderr().message(warning.as_bytes());
-            }
+            // git looks the name up as a reference first.
             return self.set(id);
         }
         if prefix.hex_len() == self.names.store.object_hash().len_in_hex() {
