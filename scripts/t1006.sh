@@ -6,7 +6,7 @@
 #
 # GIT_SOURCE_TREE is a checkout of git's source, best of the installed git's version (e.g.
 #   git --git-dir=/path/to/git.git worktree add /tmp/git-src v2.47.3). Only what the test library needs is
-#   built in it (t/helper/test-tool and GIT-BUILD-OPTIONS), and only if missing.
+#   built in it (t/helper/test-tool, GIT-BUILD-OPTIONS and templates/blt), and only if missing.
 # CAT_BLOBD defaults to target/release/cat-blobd, else target/debug/cat-blobd.
 # TEST_OPTIONS go to the test script (e.g. -v, -i, --run=1-20).
 #
@@ -38,10 +38,11 @@ fi
 [ -f "$SRC/t/t1006-cat-file.sh" ] || { echo "$0: $SRC/t/t1006-cat-file.sh not found" >&2; exit 2; }
 
 REAL_GIT=$(command -v git)
-if [ ! -x "$SRC/t/helper/test-tool" ] || [ ! -f "$SRC/GIT-BUILD-OPTIONS" ]; then
+if [ ! -x "$SRC/t/helper/test-tool" ] || [ ! -f "$SRC/GIT-BUILD-OPTIONS" ] || [ ! -d "$SRC/templates/blt" ]; then
     echo "building test-tool in $SRC (once)..." >&2
     make -C "$SRC" -j"$(nproc)" NO_CURL=1 NO_EXPAT=1 NO_TCLTK=1 NO_GETTEXT=1 NO_PERL=1 NO_PYTHON=1 \
-        t/helper/test-tool GIT-BUILD-OPTIONS >"$SRC/.cat-blobd-build.log" 2>&1 ||
+        t/helper/test-tool GIT-BUILD-OPTIONS >"$SRC/.cat-blobd-build.log" 2>&1 &&
+        make -C "$SRC/templates" >>"$SRC/.cat-blobd-build.log" 2>&1 ||
         { echo "$0: building test-tool failed; see $SRC/.cat-blobd-build.log" >&2; exit 2; }
 fi
 
@@ -55,24 +56,32 @@ catblobd=$(printf '%q' "$CAT_BLOBD")
 EOF
 cat >>"$WORK/bin/git" <<'EOF'
 args=("$@")
+# Find the command past git's own options; only cat-file gets them applied here.
 i=0
 while [ $i -lt ${#args[@]} ]; do
     case "${args[$i]}" in
-        -C) cd "${args[$((i + 1))]}" || exec "$real" "$@"; i=$((i + 2)) ;;
+        -C | -c) i=$((i + 2)) ;;
+        --git-dir=* | --no-replace-objects) i=$((i + 1)) ;;
+        *) break ;;
+    esac
+done
+[ "${args[$i]:-}" = cat-file ] || exec "$real" "$@"
+j=0
+while [ $j -lt $i ]; do
+    case "${args[$j]}" in
+        -C) cd "${args[$((j + 1))]}" || exit 128; j=$((j + 2)) ;;
         -c)
-            kv=${args[$((i + 1))]}
+            kv=${args[$((j + 1))]}
             n=${GIT_CONFIG_COUNT:-0}
             export "GIT_CONFIG_KEY_$n=${kv%%=*}"
             if [ "$kv" = "${kv#*=}" ]; then export "GIT_CONFIG_VALUE_$n=true"; else export "GIT_CONFIG_VALUE_$n=${kv#*=}"; fi
             export GIT_CONFIG_COUNT=$((n + 1))
-            i=$((i + 2)) ;;
-        --git-dir=*) export GIT_DIR="${args[$i]#--git-dir=}"; i=$((i + 1)) ;;
-        --no-replace-objects) export GIT_NO_REPLACE_OBJECTS=1; i=$((i + 1)) ;;
-        cat-file) exec "$catblobd" cat-file "${args[@]:$((i + 1))}" ;;
-        *) exec "$real" "$@" ;;
+            j=$((j + 2)) ;;
+        --git-dir=*) export GIT_DIR="${args[$j]#--git-dir=}"; j=$((j + 1)) ;;
+        --no-replace-objects) export GIT_NO_REPLACE_OBJECTS=1; j=$((j + 1)) ;;
     esac
 done
-exec "$real" "$@"
+exec "$catblobd" cat-file "${args[@]:$((i + 1))}"
 EOF
 chmod +x "$WORK/bin/git"
 

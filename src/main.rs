@@ -73,6 +73,7 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
         git_dir: &repo.git_dir,
         common_dir: &repo.common_dir,
         quote_path: repo.config.quote_path,
+        compat_object_format: repo.compat_object_format,
         delta_cache_size: usize::try_from(defaults.delta_cache_size).unwrap_or(usize::MAX),
         engine: stream.engine,
     };

@@ -296,6 +296,49 @@ fn single_object_names_that_do_not_resolve_are_explained_as_git_does() {
 }
 
 #[test]
+fn objects_of_unknown_types_as_git_reports_them() {
+    let dir = repo("bogus.git");
+    let (short, long) = (fixture_word("bogus-short"), fixture_word("bogus-long"));
+    for id in [&short, &long] {
+        for args in
+            [&["-t"][..], &["-s"], &["-p"], &["-e"], &["-t", "--allow-unknown-type"], &["-s", "--allow-unknown-type"]]
+        {
+            let mut args = args.to_vec();
+            args.push(id);
+            same(&dir, &args, b"");
+        }
+        same(&dir, &["--batch-check"], format!("{id}\n").as_bytes());
+        same(&dir, &["--batch"], format!("{id}\n").as_bytes());
+    }
+    // `<type> <object>` of the long header takes git through several readers, each with its own complaint; only
+    // the short one is compared.
+    same(&dir, &["bogus", &short], b"");
+    same(&dir, &["blob", &short], b"");
+}
+
+#[test]
+fn an_empty_format_still_looks_the_object_up() {
+    let dir = repo("names.git");
+    same(&dir, &["--batch-check="], b"HEAD\n0000000000000000000000000000000000000000\nnope\n");
+    same(&dir, &["--batch-check=%(objectname)"], b"HEAD\n1111111111111111111111111111111111111111\n");
+    same(&dir, &["--batch-command=%(rest)"], b"info 1111111111111111111111111111111111111111\n");
+}
+
+#[test]
+fn compat_object_format_ids_are_refused_by_name() {
+    let dir = repo("compat.git");
+    same(&dir, &["-p", &fixture_word("compat-sha1")], b"");
+    same(&dir, &["--batch"], format!("{}\n", fixture_word("compat-sha1")).as_bytes());
+    let sha256 = fixture_word("compat-sha256");
+    for (args, stdin) in [(vec!["-p", sha256.as_str()], String::new()), (vec!["--batch"], format!("{sha256}\n"))] {
+        let ours = run(CAT_BLOBD, &dir, &args, stdin.as_bytes(), &[]);
+        assert_eq!(ours.status.code(), Some(128), "{args:?}: {}", ours.describe());
+        let line = String::from_utf8_lossy(ours.first_stderr_line()).into_owned();
+        assert!(line.starts_with("fatal: ") && line.contains("compatObjectFormat") && line.contains(&sha256), "{line}");
+    }
+}
+
+#[test]
 fn replace_refs_apply_unless_turned_off() {
     let dir = repo("names.git");
     let input = b"v1:hello.txt\nHEAD\n";
@@ -384,6 +427,10 @@ fn usage_errors_are_gits() {
         &["--path=x", "-p", "HEAD"],
         &[],
         &["--allow-unknown-type", "-p", "HEAD"],
+        &["--textconv"],
+        &["--filters"],
+        &["--textconv", "a", "b"],
+        &["--batch", "-t"],
     ] {
         same_env(&dir, args, b"", Stderr::FirstLine, &[]);
     }

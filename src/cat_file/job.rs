@@ -7,7 +7,7 @@ use super::CatFileError;
 use super::format::{Fields, Format};
 use crate::engine::Job;
 use crate::response::encode::Response;
-use crate::store::{Info, ObjectId, Place, Resolver, Store};
+use crate::store::{Damage, Info, ObjectId, Place, ReadError, Resolver, Store};
 
 /// A resolver thread's scratch state.
 pub struct Worker<'s> {
@@ -43,16 +43,30 @@ impl<'s> Job for ObjectJob<'s> {
     fn run(self, worker: &mut Worker<'s>) -> Result<Response, CatFileError> {
         let (store, settings) = (worker.store, &*self.settings);
         let mut info: Option<Info> = None;
-        if self.contents || settings.format.needs_info() {
+        if !self.contents && !settings.format.needs_info() {
+            // A named object is looked up even when the format shows nothing of it (git's
+            // `oid_object_info_extended` with an empty request); only --batch-all-objects skips that.
+            if !settings.exact && !store.exists(&self.id)? {
+                return Ok(missing(self.name, &self.id, settings.delimiter));
+            }
+        } else {
             let on_disk = settings.format.needs_disk();
-            info = match (&self.place, settings.exact) {
-                (Some(place), _) => Some(store.info_at(&self.id, place, on_disk)?),
-                (None, true) => store.info_exact(&self.id, on_disk)?,
-                (None, false) => store.info(&self.id, on_disk)?,
+            let found = match (&self.place, settings.exact) {
+                (Some(place), _) => store.info_at(&self.id, place, on_disk).map(Some),
+                (None, true) => store.info_exact(&self.id, on_disk),
+                (None, false) => store.info(&self.id, on_disk),
+            };
+            info = match found {
+                Err(ReadError { damage: Damage::UnknownType { header_too_long: true, .. }, .. }) => {
+                    // git reads 32 header bytes: past them it says so and takes the object for missing.
+                    let message = format!("error: header for {} too long, exceeds 32 bytes\n", self.id);
+                    super::output::Output::stderr().message(message.as_bytes());
+                    None
+                }
+                found => found?,
             };
             if info.is_none() {
-                let name = self.name.unwrap_or_else(|| self.id.to_hex().to_string().into_bytes());
-                return Ok(Response::Missing([&name[..], b" missing", &[settings.delimiter]].concat()));
+                return Ok(missing(self.name, &self.id, settings.delimiter));
             }
         }
         let mut line = Vec::with_capacity(128);
@@ -69,4 +83,10 @@ impl<'s> Job for ObjectJob<'s> {
         let object = object.ok_or_else(|| CatFileError::git(format!("object {} disappeared", self.id)))?;
         Ok(Response::object(&line, object.data, settings.delimiter))
     }
+}
+
+/// `<name> missing`, or `<id> missing` for an object listed by id.
+fn missing(name: Option<Vec<u8>>, id: &ObjectId, delimiter: u8) -> Response {
+    let name = name.unwrap_or_else(|| id.to_hex().to_string().into_bytes());
+    Response::Missing([&name[..], b" missing", &[delimiter]].concat())
 }

@@ -31,6 +31,8 @@ pub struct Repo<'a> {
     pub common_dir: &'a Path,
     /// `core.quotePath`, for `-p` of trees.
     pub quote_path: bool,
+    /// `extensions.compatObjectFormat` is set (ids in the other hash are refused by name).
+    pub compat_object_format: bool,
     /// Bytes of delta bases to keep.
     pub delta_cache_size: usize,
     /// The engine that answers batches: resolver threads, window.
@@ -70,6 +72,19 @@ impl CatFileError {
     fn git(message: impl Into<String>) -> CatFileError {
         CatFileError::Git(message.into())
     }
+
+    /// The message as git words it: an object of an unknown type is just "invalid object type" (git does not
+    /// name the object); everything else as displayed.
+    fn git_message(&self) -> String {
+        let read = match self {
+            CatFileError::Read(err) | CatFileError::Name(names::NameError::Read(err)) => Some(err),
+            _ => None,
+        };
+        match read {
+            Some(ReadError { damage: crate::store::Damage::UnknownType { .. }, .. }) => "invalid object type".into(),
+            _ => self.to_string(),
+        }
+    }
 }
 
 /// Runs `cat-file` with `args` (after the word `cat-file`) on `stdin`, writing to fds 1 and 2; returns the
@@ -103,8 +118,13 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>, repo: &Repo<'_>, 
     };
     let mut resolver = Resolver::new(repo.delta_cache_size);
     let mut out = Output::stdout();
-    let names =
-        names::Names { store: repo.store, refs, resolver: &mut resolver, follow_symlinks: args.follow_symlinks };
+    let names = names::Names {
+        store: repo.store,
+        refs,
+        resolver: &mut resolver,
+        follow_symlinks: args.follow_symlinks,
+        compat_object_format: repo.compat_object_format,
+    };
     let result = match args.batch {
         Some(_) => batch::run(&args, names, repo.engine, stdin),
         None => single::run(&args, names, repo.quote_path, &mut out),
@@ -113,7 +133,7 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>, repo: &Repo<'_>, 
     match result.and_then(|status| flushed.map(|()| status)) {
         Ok(status) => status,
         Err(err) => {
-            Output::stderr().message(&fatal_line(&err.to_string()));
+            Output::stderr().message(&fatal_line(&err.git_message()));
             128
         }
     }
@@ -138,25 +158,21 @@ fn check(args: Args) -> Result<Args, UsageError> {
             return fatal(format!("'{flag}' requires a batch mode"));
         }
     }
-    if transform || args.mailmap {
-        let flag = match args.mode {
-            Some(CmdMode::Textconv) => "--textconv",
-            Some(CmdMode::Filters) => "--filters",
-            _ => "--use-mailmap",
-        };
-        let why = "it needs a work tree, attributes or a mailmap";
-        return Err(UsageError::Unsupported(format!("cat-blobd cat-file does not support {flag}: {why}")));
-    }
     if args.batch.is_some() {
-        if let Some(mode) = args.mode.filter(|mode| *mode != CmdMode::AllObjects) {
+        let transform_or_all =
+            |mode: &CmdMode| matches!(mode, CmdMode::AllObjects | CmdMode::Textconv | CmdMode::Filters);
+        if let Some(mode) = args.mode.filter(|mode| !transform_or_all(mode)) {
             return fatal(format!("'{}' is incompatible with batch mode", mode.flag()));
         }
         if !args.rest.is_empty() {
             return fatal("batch modes take no arguments".into());
         }
-        return Ok(args);
+        return refuse_transforms(args);
     }
-    match (args.mode, args.rest.len()) {
+    let args = match (args.mode, args.rest.len()) {
+        (Some(mode @ (CmdMode::Textconv | CmdMode::Filters)), 0) => {
+            fatal(format!("<rev> required with '{}'", mode.flag()))
+        }
         (Some(mode), 0) => fatal(format!("<object> required with '{}'", mode.flag())),
         (mode, 1) if args.allow_unknown_type && !matches!(mode, Some(CmdMode::Type | CmdMode::Size)) => {
             Err(UsageError::Die("git cat-file --allow-unknown-type: use with -s or -t".into()))
@@ -169,5 +185,19 @@ fn check(args: Args) -> Result<Args, UsageError> {
         }
         (None, 2) => Ok(args),
         (None, n) => fatal(format!("only two arguments allowed in <type> <object> mode, not {n}")),
-    }
+    }?;
+    refuse_transforms(args)
+}
+
+/// `--textconv`, `--filters` (with or without `--path`) and `--use-mailmap` need a work tree, attributes or a
+/// mailmap: once git's own checks pass, cat-blobd refuses them by name.
+fn refuse_transforms(args: Args) -> Result<Args, UsageError> {
+    let flag = match args.mode {
+        Some(CmdMode::Textconv) => "--textconv",
+        Some(CmdMode::Filters) => "--filters",
+        _ if args.mailmap => "--use-mailmap",
+        _ => return Ok(args),
+    };
+    let why = "it needs a work tree, attributes or a mailmap";
+    Err(UsageError::Unsupported(format!("cat-blobd cat-file does not support {flag}: {why}")))
 }

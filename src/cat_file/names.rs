@@ -68,6 +68,8 @@ pub struct Names<'a> {
     pub resolver: &'a mut Resolver,
     /// `--follow-symlinks`: `<rev>:<path>` follows symlinks inside the tree.
     pub follow_symlinks: bool,
+    /// `extensions.compatObjectFormat` is set: ids of the other hash's length are refused by name.
+    pub compat_object_format: bool,
 }
 
 impl Names<'_> {
@@ -78,6 +80,14 @@ impl Names<'_> {
             && let Ok(id) = ObjectId::from_hex(name)
         {
             return Ok(Resolved { id, mode: None });
+        }
+        if self.compat_object_format
+            && name.iter().take_while(|b| b.is_ascii_hexdigit()).count() == other_hash_hex_len(hash)
+        {
+            return Err(NameError::Unsupported {
+                form: "ids in the compatibility hash (extensions.compatObjectFormat)",
+                name: name.to_vec(),
+            });
         }
         let mut spec = Spec {
             names: self,
@@ -177,6 +187,14 @@ fn nth_onion(name: &[u8], n: usize) -> &[u8] {
         }
     }
     name
+}
+
+/// The length in hex of the ids of the hash that is not `hash`.
+fn other_hash_hex_len(hash: gix_hash::Kind) -> usize {
+    match hash {
+        gix_hash::Kind::Sha1 => gix_hash::Kind::Sha256.len_in_hex(),
+        _ => gix_hash::Kind::Sha1.len_in_hex(),
+    }
 }
 
 /// The `<rev>` of `<rev>:<path>`: up to the first colon outside braces (git's `get_oid_with_context_1`).

@@ -43,6 +43,8 @@ pub(super) type RevIndex = Arc<Vec<(u64, u32)>>;
 
 /// A loose header is at most `<type> <20 digits>\0`.
 const LOOSE_HEADER_MAX: usize = 32;
+/// Longest header of an object of unknown type that is read to show it.
+const UNKNOWN_HEADER_MAX: usize = 64 << 10;
 /// A delta starts with two sizes of at most 10 bytes each.
 const DELTA_HEADER_MAX: usize = 20;
 
@@ -199,10 +201,31 @@ fn loose_info(path: &Path) -> Result<Info, Damage> {
     // Deflate never takes more than a few bytes per output byte of a header, plus the zlib header.
     let mut compressed = Vec::with_capacity(256);
     file.by_ref().take(256).read_to_end(&mut compressed).map_err(|err| Damage::Io(Arc::new(err)))?;
-    let head = inflate_head(&compressed, LOOSE_HEADER_MAX)?;
+    let mut head = inflate_head(&compressed, LOOSE_HEADER_MAX)?;
+    let too_long = memchr::memchr(0, &head).is_none() && head.len() == LOOSE_HEADER_MAX;
+    if too_long {
+        // Only an unknown type can be this long: read on to its end, as git's --allow-unknown-type does.
+        file.read_to_end(&mut compressed).map_err(|err| Damage::Io(Arc::new(err)))?;
+        head = inflate_head(&compressed, UNKNOWN_HEADER_MAX)?;
+    }
     let nul = memchr::memchr(0, &head).ok_or(Damage::LooseHeader)?;
-    let (kind, size, _) = gix_object::decode::loose_header(&head[..=nul]).map_err(|_| Damage::LooseHeader)?;
-    Ok(Info { kind, size, disk_size, delta_base: None })
+    match gix_object::decode::loose_header(&head[..=nul]) {
+        Ok((kind, size, _)) => Ok(Info { kind, size, disk_size, delta_base: None }),
+        Err(_) => Err(unknown_type(&head[..nul], too_long)),
+    }
+}
+
+/// `<type> <size>` with a type gix-object does not know is git's "invalid object type"; anything else is a
+/// corrupt header.
+fn unknown_type(header: &[u8], header_too_long: bool) -> Damage {
+    let Some(space) = memchr::memrchr(b' ', header) else { return Damage::LooseHeader };
+    let (type_name, digits) = (&header[..space], &header[space + 1..]);
+    match std::str::from_utf8(digits).ok().and_then(|d| d.parse::<u64>().ok()) {
+        Some(size) if !type_name.is_empty() && !digits.starts_with(b"+") => {
+            Damage::UnknownType { type_name: type_name.to_vec(), size, header_too_long }
+        }
+        _ => Damage::LooseHeader,
+    }
 }
 
 /// The first `max` bytes (fewer if the stream ends first) of the zlib stream at the start of `input`.

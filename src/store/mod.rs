@@ -78,6 +78,11 @@ pub enum Damage {
     Unusable(Arc<PackError>),
     #[error("corrupt loose object header")]
     LooseHeader,
+    /// A loose object whose header names a type git does not know (`git hash-object --literally -t bogus`):
+    /// git's "invalid object type"; `cat-file --allow-unknown-type` shows the name and size.
+    /// `header_too_long`: more than git's 32 header bytes, which git reads only with --allow-unknown-type.
+    #[error("invalid object type")]
+    UnknownType { type_name: Vec<u8>, size: u64, header_too_long: bool },
     #[error("garbage at end of loose object")]
     TrailingGarbage,
     #[error("{0}")]
