@@ -14,7 +14,7 @@ use crate::store::{PrefixMatch, Resolver, Store};
 const MIN_ABBREV: usize = 7;
 
 /// Prints git's message for `prefix` and its `candidates` on stderr.
-pub fn report(store: &Store, resolver: &mut Resolver, prefix: &[u8], candidates: &[ObjectId]) {
+pub(crate) fn report(store: &Store, resolver: &mut Resolver, prefix: &[u8], candidates: &[ObjectId]) {
     let mut described: Vec<(u8, ObjectId, String)> = candidates
         .iter()
         .map(|id| {

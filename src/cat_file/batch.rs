@@ -26,7 +26,7 @@ struct Batch<'b, 'scope, 's> {
     settings: Arc<Settings>,
 }
 
-pub fn run(args: &Args, names: Names<'_>, config: EngineConfig, stdin: impl Read) -> Result<u8, CatFileError> {
+pub(crate) fn run(args: &Args, names: Names<'_>, config: EngineConfig, stdin: impl Read) -> Result<u8, CatFileError> {
     let (mode, format) = args.batch.clone().expect("a batch mode");
     let format = match format {
         Some(text) => Format::parse(&text)?,

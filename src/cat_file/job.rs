@@ -10,30 +10,30 @@ use crate::response::encode::Response;
 use crate::store::{Damage, Info, ObjectId, Place, ReadError, Resolver, Store};
 
 /// A resolver thread's scratch state.
-pub struct Worker<'s> {
-    pub store: &'s Store,
-    pub resolver: Resolver,
+pub(crate) struct Worker<'s> {
+    pub(crate) store: &'s Store,
+    pub(crate) resolver: Resolver,
 }
 
 /// What every answer of one batch shares.
-pub struct Settings {
-    pub format: Format,
-    pub delimiter: u8,
+pub(crate) struct Settings {
+    pub(crate) format: Format,
+    pub(crate) delimiter: u8,
     /// `--batch-all-objects` reads objects as stored: replace refs are off.
-    pub exact: bool,
+    pub(crate) exact: bool,
 }
 
 /// One object to answer for (git's `batch_object_write`).
-pub struct ObjectJob<'s> {
-    pub settings: Arc<Settings>,
-    pub id: ObjectId,
+pub(crate) struct ObjectJob<'s> {
+    pub(crate) settings: Arc<Settings>,
+    pub(crate) id: ObjectId,
     /// The name as given (for `<name> missing`); `None` for `--batch-all-objects`.
-    pub name: Option<Vec<u8>>,
-    pub rest: Option<Vec<u8>>,
-    pub contents: bool,
+    pub(crate) name: Option<Vec<u8>>,
+    pub(crate) rest: Option<Vec<u8>>,
+    pub(crate) contents: bool,
     /// Where `--batch-all-objects --unordered` found it.
-    pub place: Option<Place>,
-    pub store: std::marker::PhantomData<&'s Store>,
+    pub(crate) place: Option<Place>,
+    pub(crate) store: std::marker::PhantomData<&'s Store>,
 }
 
 impl<'s> Job for ObjectJob<'s> {

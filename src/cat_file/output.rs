@@ -19,33 +19,33 @@ impl Piece {
     }
 }
 
-pub struct Output {
+pub(crate) struct Output {
     writer: GatherWriter<FdSink<'static>>,
     pieces: Vec<Piece>,
 }
 
 impl Output {
     /// Fd 1.
-    pub fn stdout() -> Output {
+    pub(crate) fn stdout() -> Output {
         Output { writer: GatherWriter::new(FdSink::new(OutFd::dup_of_process_fd(1))), pieces: Vec::new() }
     }
 
     /// Fd 2, for messages.
-    pub fn stderr() -> Output {
+    pub(crate) fn stderr() -> Output {
         Output { writer: GatherWriter::new(FdSink::new(OutFd::dup_of_process_fd(2))), pieces: Vec::new() }
     }
 
-    pub fn push(&mut self, bytes: Vec<u8>) {
+    pub(crate) fn push(&mut self, bytes: Vec<u8>) {
         self.pieces.push(Piece::Owned(bytes));
     }
 
     /// An object's content, written from the object's own buffer.
-    pub fn push_shared(&mut self, data: Data) {
+    pub(crate) fn push_shared(&mut self, data: Data) {
         self.pieces.push(Piece::Shared(data));
     }
 
     /// Writes everything pending.
-    pub fn flush(&mut self) -> Result<(), WriteError> {
+    pub(crate) fn flush(&mut self) -> Result<(), WriteError> {
         if self.pieces.is_empty() {
             return Ok(());
         }
@@ -56,7 +56,7 @@ impl Output {
     }
 
     /// Writes `bytes` at once, ignoring errors: for messages, which have nowhere else to go.
-    pub fn message(&mut self, bytes: &[u8]) {
+    pub(crate) fn message(&mut self, bytes: &[u8]) {
         let _ = self.writer.write_all(&mut [IoSlice::new(bytes)]);
     }
 }

@@ -10,7 +10,7 @@ use super::{CatFileError, tree};
 use crate::fatal::Bytes;
 use crate::store::{Damage, Info, Object, ObjectId, ReadError};
 
-pub fn run(args: &Args, mut names: Names<'_>, quote_path: bool, out: &mut Output) -> Result<u8, CatFileError> {
+pub(crate) fn run(args: &Args, mut names: Names<'_>, quote_path: bool, out: &mut Output) -> Result<u8, CatFileError> {
     let name = args.rest.last().expect("checked: one object name");
     let id = resolve_or_die(&mut names, name)?.id;
     let store = names.store;

@@ -14,7 +14,7 @@ const MAX_LINKS: usize = 40;
 
 /// Where the walk ended, as git's `get_oid_result` says it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Followed {
+pub(crate) enum Followed {
     Found(ObjectId, u32),
     /// A symlink led outside the tree (absolute, or `..` above the root): git answers `symlink <path>`.
     OutOfTree(Vec<u8>),
@@ -31,7 +31,12 @@ struct Dir {
 }
 
 /// Walks `path` from the tree that `start` names (a tree, or a commit or tag leading to one).
-pub fn follow(store: &Store, resolver: &mut Resolver, start: ObjectId, path: &[u8]) -> Result<Followed, NameError> {
+pub(crate) fn follow(
+    store: &Store,
+    resolver: &mut Resolver,
+    start: ObjectId,
+    path: &[u8],
+) -> Result<Followed, NameError> {
     let mut name = path.to_vec();
     let mut parents: Vec<Dir> = Vec::new();
     let mut pending = Some(start);

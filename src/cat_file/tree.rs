@@ -9,7 +9,7 @@ use crate::git_compat::quote::quote_c_style;
 use crate::store::{Object, Resolver, Store};
 
 /// The type of `id` (after replace refs), from headers only.
-pub fn kind_of(store: &Store, id: &ObjectId) -> Result<Option<Kind>, NameError> {
+pub(crate) fn kind_of(store: &Store, id: &ObjectId) -> Result<Option<Kind>, NameError> {
     Ok(store.info(id, false)?.map(|info| info.kind))
 }
 
@@ -28,7 +28,7 @@ fn tag_target(store: &Store, object: &Object, id: &ObjectId) -> Result<ObjectId,
 }
 
 /// Follows tags until an object that is not a tag (`<rev>^{}`).
-pub fn peel_tags(store: &Store, resolver: &mut Resolver, mut id: ObjectId) -> Result<ObjectId, NameError> {
+pub(crate) fn peel_tags(store: &Store, resolver: &mut Resolver, mut id: ObjectId) -> Result<ObjectId, NameError> {
     loop {
         let object = read(store, resolver, &id)?.ok_or(NameError::Missing)?;
         if object.kind != Kind::Tag {
@@ -40,7 +40,7 @@ pub fn peel_tags(store: &Store, resolver: &mut Resolver, mut id: ObjectId) -> Re
 
 /// git's `peel_to_type`: tags to their targets, commits to their trees, until an object of `kind`; `None`
 /// when the chain ends elsewhere.
-pub fn peel_to_kind(
+pub(crate) fn peel_to_kind(
     store: &Store,
     resolver: &mut Resolver,
     id: ObjectId,
@@ -51,7 +51,7 @@ pub fn peel_to_kind(
 
 /// Like [`peel_to_kind`], but says where the chain ended: `Err(kind)` is the blob or tree it reached
 /// instead (git's "expected … type, but the object dereferences to … type"); `None`, a missing object.
-pub fn peel_or_dead_end(
+pub(crate) fn peel_or_dead_end(
     store: &Store,
     resolver: &mut Resolver,
     mut id: ObjectId,
@@ -85,7 +85,7 @@ fn peel_to_kind_no_tree(store: &Store, resolver: &mut Resolver, id: ObjectId) ->
 }
 
 /// `<rev>^<n>`: the n-th parent (`^0`: the commit itself).
-pub fn nth_parent(
+pub(crate) fn nth_parent(
     store: &Store,
     resolver: &mut Resolver,
     id: ObjectId,
@@ -99,7 +99,7 @@ pub fn nth_parent(
 }
 
 /// `<rev>~<n>`: the n-th first-parent ancestor.
-pub fn nth_ancestor(
+pub(crate) fn nth_ancestor(
     store: &Store,
     resolver: &mut Resolver,
     id: ObjectId,
@@ -117,7 +117,7 @@ pub fn nth_ancestor(
 
 /// `<rev>:<path>`: the entry at `path` in the tree of `id`, and its mode (git's `get_tree_entry`). An empty
 /// path is the tree itself.
-pub fn lookup_path(
+pub(crate) fn lookup_path(
     store: &Store,
     resolver: &mut Resolver,
     id: ObjectId,
@@ -145,7 +145,7 @@ pub fn lookup_path(
 
 /// A tree as `git ls-tree <tree>` prints it: `<mode> SP <type> SP <id> TAB <path> LF` per entry, the path
 /// quoted as `core.quotePath` says.
-pub fn ls_tree(data: &[u8], hash: gix_hash::Kind, quote_path: bool) -> Result<Vec<u8>, NameError> {
+pub(crate) fn ls_tree(data: &[u8], hash: gix_hash::Kind, quote_path: bool) -> Result<Vec<u8>, NameError> {
     let mut out = Vec::with_capacity(data.len() * 2);
     for entry in TreeRefIter::from_bytes(data, hash) {
         let entry = entry.map_err(|_| NameError::Missing)?;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use gix_hash::Prefix;
 
-use super::info::Place;
+use super::info::{Place, Where};
 use super::{ObjectId, Store};
 
 /// What an abbreviated id names.
@@ -31,7 +31,7 @@ impl Store {
 
     /// Every object once, in git's `--unordered` order: loose objects of each object directory (by
     /// subdirectory, then in directory order), then each pack in pack order, its entries by offset.
-    pub fn for_each_object_unordered(&self, mut each: impl FnMut(ObjectId, Place)) {
+    pub(crate) fn for_each_object_unordered(&self, mut each: impl FnMut(ObjectId, Place)) {
         let mut seen = HashSet::new();
         self.for_each_object(|id, place| {
             if seen.insert(id) {
@@ -42,12 +42,15 @@ impl Store {
 
     fn for_each_object(&self, mut each: impl FnMut(ObjectId, Place)) {
         for dir in &self.dirs {
-            for_each_loose(&dir.path, self.hash, |id, path| each(id, Place::Loose(path)));
+            for_each_loose(&dir.path, self.hash, |id, path| each(id, Place(Where::Loose(path))));
         }
         for set in self.snapshots() {
             for pack in &set.packs {
                 for (offset, position) in self.rev_index(pack).iter() {
-                    each(pack.index.oid_at_index(*position).to_owned(), Place::Packed(Arc::clone(pack), *offset));
+                    each(
+                        pack.index.oid_at_index(*position).to_owned(),
+                        Place(Where::Packed(Arc::clone(pack), *offset)),
+                    );
                 }
             }
         }

@@ -24,9 +24,12 @@ pub struct Info {
     pub delta_base: Option<ObjectId>,
 }
 
-/// Where an object was found.
+/// Where an object was found (opaque outside the store).
 #[derive(Clone)]
-pub enum Place {
+pub(crate) struct Place(pub(super) Where);
+
+#[derive(Clone)]
+pub(super) enum Where {
     Packed(Arc<Pack>, u64),
     Loose(PathBuf),
     /// The empty tree, which git knows without storing it.
@@ -69,19 +72,19 @@ impl Store {
 
     /// Where `id` is stored: the first pack that lists it, else a loose file (rescanning packs once on a miss,
     /// as reads do).
-    pub fn locate(&self, id: &oid) -> Result<Option<Place>, ReadError> {
+    pub(crate) fn locate(&self, id: &oid) -> Result<Option<Place>, ReadError> {
         if id == ObjectId::empty_tree(self.hash) {
-            return Ok(Some(Place::Virtual));
+            return Ok(Some(Place(Where::Virtual)));
         }
         for attempt in 0..2 {
             let searched = self.snapshots();
             if let Some((pack, offset)) = self.find_packed(id) {
-                return Ok(Some(Place::Packed(pack, offset)));
+                return Ok(Some(Place(Where::Packed(pack, offset))));
             }
             if attempt == 0
                 && let Some(path) = self.dirs.iter().map(|dir| loose::path(&dir.path, id)).find(|p| p.is_file())
             {
-                return Ok(Some(Place::Loose(path)));
+                return Ok(Some(Place(Where::Loose(path))));
             }
             if !self.refreshed_since(&searched) {
                 break;
@@ -91,15 +94,15 @@ impl Store {
     }
 
     /// Info of `id` as stored at `place`.
-    pub fn info_at(&self, id: &oid, place: &Place, on_disk: bool) -> Result<Info, ReadError> {
-        match place {
-            Place::Virtual => Ok(Info { kind: Kind::Tree, size: 0, disk_size: 0, delta_base: None }),
-            Place::Loose(path) => loose_info(path).map_err(|damage| ReadError {
+    pub(crate) fn info_at(&self, id: &oid, place: &Place, on_disk: bool) -> Result<Info, ReadError> {
+        match &place.0 {
+            Where::Virtual => Ok(Info { kind: Kind::Tree, size: 0, disk_size: 0, delta_base: None }),
+            Where::Loose(path) => loose_info(path).map_err(|damage| ReadError {
                 oid: id.to_owned(),
                 location: Location::Loose { path: path.clone() },
                 damage,
             }),
-            Place::Packed(pack, offset) => self.packed_info(id, pack, *offset, on_disk),
+            Where::Packed(pack, offset) => self.packed_info(id, pack, *offset, on_disk),
         }
     }
 

@@ -102,13 +102,13 @@ impl Pack {
     }
 
     /// The compressed bytes of `entry` up to the end of the pack data (the zlib stream ends before that).
-    pub fn compressed(&self, entry: &Entry) -> Result<&[u8], Damage> {
+    pub(super) fn compressed(&self, entry: &Entry) -> Result<&[u8], Damage> {
         let data = self.data()?;
         data.entry_slice(entry.data_offset..data.pack_end() as u64).ok_or(Damage::Truncated)
     }
 
     /// Where the pack's entries end (its trailing checksum starts).
-    pub fn data_end(&self) -> Result<u64, Damage> {
+    pub(super) fn data_end(&self) -> Result<u64, Damage> {
         Ok(self.data()?.pack_end() as u64)
     }
 
