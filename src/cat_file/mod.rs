@@ -41,7 +41,7 @@ pub struct Repo<'a> {
 
 /// What ends `cat-file` with `fatal:`.
 #[derive(Debug, thiserror::Error)]
-pub enum CatFileError {
+pub(crate) enum CatFileError {
     #[error(transparent)]
     Format(#[from] format::FormatError),
     #[error(transparent)]
@@ -55,8 +55,6 @@ pub enum CatFileError {
     /// git's own `die()` messages, word for word.
     #[error("{0}")]
     Git(String),
-    #[error("cannot open the references of {}: {message}", crate::fatal::Bytes(.path.as_os_str().as_encoded_bytes()))]
-    Refs { path: std::path::PathBuf, message: String },
 }
 
 impl From<EngineError<CatFileError>> for CatFileError {

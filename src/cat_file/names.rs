@@ -57,8 +57,6 @@ pub enum NameError {
     /// An object that gix-object cannot parse where git needs to look into it (a commit's tree, a tag's target).
     #[error("cannot parse {kind} {id}")]
     Unparsable { id: ObjectId, kind: Kind },
-    #[error("cannot read references: {0}")]
-    Refs(String),
 }
 
 /// Resolves names against one repository's refs and objects.
