@@ -52,7 +52,7 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "pack,history,random")]
     orders: Vec<Order>,
     /// Tools to run; the first of them that is cat-blobd, else the first listed, is the ratio baseline.
-    #[arg(long, value_delimiter = ',', default_value = "cat-blobd,fast-import,cat-file")]
+    #[arg(long, value_delimiter = ',', default_value = "cat-blobd,cat-blobd-cat-file,fast-import,cat-file")]
     tools: Vec<Tool>,
     /// Small blobs asked one at a time for the latency figures (0: skip) [default: 2000; --quick: 300].
     #[arg(long, value_name = "N")]
@@ -102,7 +102,11 @@ fn bench(args: Args) -> Result<()> {
     let baseline = if tools.contains(&Tool::CatBlobd) { Tool::CatBlobd } else { tools[0] };
 
     // The binary under test first: fail before a long corpus build, not after.
-    let cat_blobd = if tools.contains(&Tool::CatBlobd) { Some(locate_cat_blobd(&target)?) } else { None };
+    let cat_blobd = if tools.iter().any(|t| matches!(t, Tool::CatBlobd | Tool::CatBlobdCatFile)) {
+        Some(locate_cat_blobd(&target)?)
+    } else {
+        None
+    };
 
     let (git_dir, corpus) = match &args.git_dir {
         Some(dir) => (absolute_git_dir(dir)?, None),

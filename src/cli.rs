@@ -132,6 +132,8 @@ fn split(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Stream,
+    /// `cat-blobd cat-file …`: git cat-file's flags and answers.
+    CatFile,
     Serve,
     Connect,
     Stats,
@@ -143,6 +145,7 @@ impl Mode {
             Some("serve") => Mode::Serve,
             Some("connect") => Mode::Connect,
             Some("stats") => Mode::Stats,
+            Some("cat-file") => Mode::CatFile,
             _ => Mode::Stream,
         }
     }
@@ -345,6 +348,7 @@ mod tests {
         assert_eq!(mode("serve"), Mode::Serve);
         assert_eq!(mode("connect"), Mode::Connect);
         assert_eq!(mode("stats"), Mode::Stats);
+        assert_eq!(mode("cat-file"), Mode::CatFile);
         assert_eq!(mode("--quiet"), Mode::Stream);
         assert_eq!(mode("--cat-blob-fd=3"), Mode::Stream);
         assert_eq!(Mode::of(None), Mode::Stream);

@@ -6,6 +6,7 @@
 //! ```text
 //! line_reader    bytes in -> lines             (shared by the front ends)
 //! fast_import/   front end: lines -> jobs      (fast-import grammar and stream state, in stream order)
+//! cat_file/      front end: lines -> answers   (git cat-file's flags, formats and object names)
 //! engine/        jobs -> ordered responses     (resolver threads, one ordered writer)
 //! store/         object id -> object bytes     (packs via mmap, loose objects, alternates, delta-base cache)
 //! response/      object bytes -> fd            (response encoding, one writev per response)
@@ -19,6 +20,7 @@
 #![deny(unsafe_code)]
 #![warn(unreachable_pub)]
 
+pub mod cat_file;
 pub mod cli;
 mod engine;
 pub mod fast_import;

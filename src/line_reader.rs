@@ -18,9 +18,11 @@ pub(crate) enum ReadError {
     LineTooLong,
 }
 
-/// Reads LF-terminated lines from `R` without any UTF-8 assumption.
+/// Reads LF-terminated lines (or lines ending in another byte) from `R` without any UTF-8 assumption.
 pub(crate) struct LineReader<R> {
     inner: R,
+    /// What ends a line: LF, or NUL for `cat-file -z`.
+    delimiter: u8,
     buf: Box<[u8]>,
     start: usize,
     end: usize,
@@ -30,8 +32,14 @@ pub(crate) struct LineReader<R> {
 
 impl<R: Read> LineReader<R> {
     pub(crate) fn new(inner: R) -> Self {
+        LineReader::with_delimiter(inner, b'\n')
+    }
+
+    /// A reader of lines that end in `delimiter`.
+    pub(crate) fn with_delimiter(inner: R, delimiter: u8) -> Self {
         LineReader {
             inner,
+            delimiter,
             buf: vec![0; BUFFER_SIZE].into_boxed_slice(),
             start: 0,
             end: 0,
@@ -56,7 +64,7 @@ impl<R: Read> LineReader<R> {
                 return Ok(if self.line.is_empty() { None } else { Some(&self.line) });
             }
             let available = &self.buf[self.start..self.end];
-            let (taken, done) = match memchr::memchr(b'\n', available) {
+            let (taken, done) = match memchr::memchr(self.delimiter, available) {
                 Some(lf) => (lf, true),
                 None => (available.len(), false),
             };

@@ -8,15 +8,19 @@ use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 
-use cat_blobd::cli;
 use cat_blobd::fast_import::{self, StreamIo};
 use cat_blobd::fatal::print_fatal;
 use cat_blobd::settings::{self, Assembled, Environment, Use};
+use cat_blobd::{cat_file, cli};
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1).peekable();
     match cli::Mode::of(args.peek()) {
         cli::Mode::Stream => {}
+        cli::Mode::CatFile => {
+            restore_sigpipe();
+            return cat_file_main(args.skip(1));
+        }
         cli::Mode::Serve => return daemon::serve_main(args.skip(1)),
         cli::Mode::Connect => {
             restore_sigpipe();
@@ -49,6 +53,31 @@ fn run(args: cli::Args) -> anyhow::Result<u8> {
     let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
     let outcome = fast_import::run(stdin, StreamIo::process(), &store, config);
     Ok(outcome.code())
+}
+
+/// `cat-blobd cat-file …`, with git cat-file's flags; cat-blobd's own settings keep their defaults.
+fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
+    let defaults = cli::parse(std::iter::empty()).expect("the defaults parse").cli;
+    let opened = settings::assemble(&defaults, &Environment::from_process(), Use::OneShot)
+        .map_err(anyhow::Error::from)
+        .and_then(|assembled| Ok((assembled, std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?))));
+    let (Assembled { repo, store, stream }, stdin) = match opened {
+        Ok(opened) => opened,
+        Err(err) => {
+            print_fatal(&format!("{err:#}"));
+            return ExitCode::from(128);
+        }
+    };
+    let cat_file_repo = cat_file::Repo {
+        store: &store,
+        git_dir: &repo.git_dir,
+        common_dir: &repo.common_dir,
+        quote_path: repo.config.quote_path,
+        compat_object_format: repo.compat_object_format,
+        delta_cache_size: usize::try_from(defaults.delta_cache_size).unwrap_or(usize::MAX),
+        engine: stream.engine,
+    };
+    ExitCode::from(cat_file::run(args, &cat_file_repo, stdin))
 }
 
 /// The daemon's three commands: `serve`, `connect` and `stats`.

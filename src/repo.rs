@@ -16,6 +16,9 @@ pub struct Repository {
     /// `GIT_OBJECT_DIRECTORY`, else `<common_dir>/objects`.
     pub objects_dir: PathBuf,
     pub object_hash: gix_hash::Kind,
+    /// `extensions.compatObjectFormat` is set: git also names objects by their ids in another hash, through
+    /// a translation table cat-blobd does not read.
+    pub compat_object_format: bool,
     pub config: Config,
 }
 
@@ -81,8 +84,9 @@ impl Repository {
         };
         let objects_dir = env.object_directory.clone().unwrap_or_else(|| common_dir.join("objects"));
         let object_hash = read_object_format(&common_dir.join("config"))?;
+        let compat_object_format = has_compat_object_format(&common_dir.join("config"));
         let config = read_config(&git_dir, &common_dir, env)?;
-        Ok(Repository { git_dir, common_dir, objects_dir, object_hash, config })
+        Ok(Repository { git_dir, common_dir, objects_dir, object_hash, compat_object_format, config })
     }
 }
 
@@ -99,6 +103,12 @@ fn read_object_format(config_path: &Path) -> Result<gix_hash::Kind, RepoError> {
         Some(name) if name.eq_ignore_ascii_case(b"sha256") => Ok(gix_hash::Kind::Sha256),
         Some(name) => Err(RepoError::UnknownObjectFormat(name.to_vec())),
     }
+}
+
+/// Is `extensions.compatObjectFormat` set in the repository's own config?
+fn has_compat_object_format(config_path: &Path) -> bool {
+    gix_config::File::from_path_no_includes(config_path.to_owned(), gix_config::Source::Local)
+        .is_ok_and(|config| config.string("extensions.compatObjectFormat").is_some())
 }
 
 /// Reads the values in [`Config`] from git's configuration files, in git's order of precedence: system

@@ -1,6 +1,8 @@
 //! The one integration-test binary (ripgrep-style): differential tests against the installed git, an interactive
 //! frontend, corrupt-input smoke tests, and checks of the checked-in fixture outputs. Helpers live in `util`.
 
+mod cat_file;
+mod clients;
 mod corrupt;
 mod differential;
 mod file_args;

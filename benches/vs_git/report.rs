@@ -243,7 +243,7 @@ fn chart(report: &Report, path: &Path) -> Result<()> {
     levels.retain(|&(start, end, ..)| start < end);
     let highest = levels.iter().map(|l| l.2).fold(1.0, f64::max);
     let top = bars.iter().map(|b| b.2).fold(highest, f64::max) * 1.35;
-    let tools: Vec<Tool> = [Tool::CatBlobd, Tool::FastImport, Tool::CatFile]
+    let tools: Vec<Tool> = [Tool::CatBlobd, Tool::CatBlobdCatFile, Tool::FastImport, Tool::CatFile]
         .into_iter()
         .filter(|&t| bars.iter().any(|b| b.1 == t))
         .collect();
@@ -251,6 +251,7 @@ fn chart(report: &Report, path: &Path) -> Result<()> {
         Tool::FastImport => RGBColor(0x3b, 0x6e, 0xa8),
         Tool::CatFile => RGBColor(0xe0, 0x8a, 0x2c),
         Tool::CatBlobd => RGBColor(0x4c, 0x9a, 0x4c),
+        Tool::CatBlobdCatFile => RGBColor(0x8a, 0x5c, 0xb8),
     };
 
     let root = SVGBackend::new(path, (120 + 90 * bars.len().max(1) as u32, 480)).into_drawing_area();

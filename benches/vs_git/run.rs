@@ -26,6 +26,10 @@ pub enum Tool {
     #[value(name = "cat-file")]
     #[serde(rename = "git cat-file")]
     CatFile,
+    /// `cat-blobd cat-file --batch` (with `--buffer` in batch runs), on the same id lists as git cat-file.
+    #[value(name = "cat-blobd-cat-file")]
+    #[serde(rename = "cat-blobd cat-file")]
+    CatBlobdCatFile,
 }
 
 impl Tool {
@@ -34,12 +38,13 @@ impl Tool {
             Tool::CatBlobd => "cat-blobd",
             Tool::FastImport => "git fast-import",
             Tool::CatFile => "git cat-file",
+            Tool::CatBlobdCatFile => "cat-blobd cat-file",
         }
     }
 
     /// Whether requests are `cat-blob <id>` lines (else bare ids).
     pub fn speaks_fast_import(self) -> bool {
-        self != Tool::CatFile
+        !matches!(self, Tool::CatFile | Tool::CatBlobdCatFile)
     }
 }
 
@@ -94,6 +99,15 @@ impl Setup {
                     argv.push("--buffer".into());
                 }
             }
+            Tool::CatBlobdCatFile => {
+                // git cat-file's flags only: the repository comes from GIT_DIR (see `command`).
+                let exe = self.cat_blobd.as_ref().context("cat-blobd binary not set")?;
+                argv.push(exe.into());
+                argv.extend(["cat-file", "--batch"].map(OsString::from));
+                if !interactive {
+                    argv.push("--buffer".into());
+                }
+            }
         }
         Ok(argv)
     }
@@ -102,6 +116,9 @@ impl Setup {
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]);
         git::pin_env(&mut cmd);
+        // For `cat-blobd cat-file`, which takes git cat-file's flags only; the other tools name their
+        // repository with --git-dir, which wins.
+        cmd.env("GIT_DIR", &self.git_dir);
         cmd
     }
 

@@ -7,7 +7,9 @@
 mod alternates;
 pub(crate) mod cache;
 pub(crate) mod delta;
+mod enumerate;
 mod inflate;
+mod info;
 mod loose;
 mod pack;
 mod replace;
@@ -16,6 +18,8 @@ pub(crate) mod stream;
 #[cfg(test)]
 mod testpack;
 
+pub(crate) use enumerate::PrefixMatch;
+pub(crate) use info::{Info, Place};
 pub(crate) use pack::PackError;
 pub(crate) use replace::Replacements;
 
@@ -74,6 +78,11 @@ pub enum Damage {
     Unusable(Arc<PackError>),
     #[error("corrupt loose object header")]
     LooseHeader,
+    /// A loose object whose header names a type git does not know (`git hash-object --literally -t bogus`):
+    /// git's "invalid object type"; `cat-file --allow-unknown-type` shows the name and size.
+    /// `header_too_long`: more than git's 32 header bytes, which git reads only with --allow-unknown-type.
+    #[error("invalid object type")]
+    UnknownType { type_name: Vec<u8>, size: u64, header_too_long: bool },
     #[error("garbage at end of loose object")]
     TrailingGarbage,
     #[error("{0}")]
@@ -211,6 +220,7 @@ pub struct Store {
     dirs: Vec<ObjectDir>,
     next_pack_id: AtomicU32,
     options: StoreOptions,
+    rev_indexes: info::RevIndexes,
 }
 
 impl Store {
@@ -220,7 +230,7 @@ impl Store {
             .into_iter()
             .map(|path| ObjectDir { path, packs: RwLock::default(), scanned: Mutex::new(None) })
             .collect();
-        let store = Store { hash, dirs, next_pack_id: AtomicU32::new(0), options };
+        let store = Store { hash, dirs, next_pack_id: AtomicU32::new(0), options, rev_indexes: Default::default() };
         for dir in &store.dirs {
             store.rescan(dir);
         }
@@ -293,7 +303,7 @@ impl Store {
     /// Reads exactly `id`, without replace refs: from the packs, else loose, else (only if nothing was damaged and
     /// the packs changed since) from the packs once more, since a `git repack` may have moved it meanwhile from a
     /// loose file or an old pack into a new pack. Damage is reported only if no intact copy is found anywhere.
-    fn read_exact(&self, id: &oid, resolver: &mut Resolver) -> Result<Option<Object>, ReadError> {
+    pub fn read_exact(&self, id: &oid, resolver: &mut Resolver) -> Result<Option<Object>, ReadError> {
         if id == gix_hash::ObjectId::empty_tree(self.hash) {
             return Ok(Some(Object { kind: Kind::Tree, data: Arc::default() }));
         }

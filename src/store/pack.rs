@@ -101,6 +101,17 @@ impl Pack {
         Some(self.index.pack_offset_at_index(position))
     }
 
+    /// The compressed bytes of `entry` up to the end of the pack data (the zlib stream ends before that).
+    pub(super) fn compressed(&self, entry: &Entry) -> Result<&[u8], Damage> {
+        let data = self.data()?;
+        data.entry_slice(entry.data_offset..data.pack_end() as u64).ok_or(Damage::Truncated)
+    }
+
+    /// Where the pack's entries end (its trailing checksum starts).
+    pub(super) fn data_end(&self) -> Result<u64, Damage> {
+        Ok(self.data()?.pack_end() as u64)
+    }
+
     fn data(&self) -> Result<&gix_pack::data::File, Damage> {
         self.data.as_ref().map_err(|why| Damage::Unusable(Arc::clone(why)))
     }

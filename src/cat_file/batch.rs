@@ -1,0 +1,224 @@
+//! `--batch`, `--batch-check`, `--batch-command` and `--batch-all-objects` (git's `batch_objects`): names are
+//! resolved here, in order; the objects are looked up and answered by [`ObjectJob`]s on the engine, which
+//! writes every answer in order as soon as it and those before it are ready. It never waits for more input, so
+//! a client that sends one line and waits for its answer (without `--buffer`) is answered at once, and answers
+//! that are ready together share one writev (what `--buffer` asks for).
+use std::io::Read;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+
+use super::CatFileError;
+use super::args::{Args, BatchMode, CmdMode};
+use super::format::Format;
+use super::job::{ObjectJob, Settings, Worker};
+use super::names::{NameError, Names};
+use crate::engine::{Engine, EngineConfig, Target};
+use crate::fatal::Bytes;
+use crate::line_reader::LineReader;
+use crate::response::encode::Response;
+use crate::store::{ObjectId, Place, Resolver};
+
+struct Batch<'b, 'scope, 's> {
+    names: &'b mut Names<'s>,
+    engine: &'b mut Engine<'scope, ObjectJob<'s>>,
+    /// For the jobs that run on this thread.
+    worker: &'b mut Worker<'s>,
+    settings: Arc<Settings>,
+}
+
+pub(crate) fn run(args: &Args, names: Names<'_>, config: EngineConfig, stdin: impl Read) -> Result<u8, CatFileError> {
+    let (mode, format) = args.batch.clone().expect("a batch mode");
+    let format = match format {
+        Some(text) => Format::parse(&text)?,
+        None => Format::default_format(),
+    };
+    let all = args.mode == Some(CmdMode::AllObjects);
+    let settings = Arc::new(Settings { format, delimiter: if args.nul { 0 } else { b'\n' }, exact: all });
+    let stdout = std::io::stdout();
+    let mut names = names;
+    std::thread::scope(|scope| {
+        let store = names.store;
+        let cache = names.resolver.cache().clone();
+        let new_worker = {
+            let cache = cache.clone();
+            move || Worker { store, resolver: Resolver::sharing(cache.clone()) }
+        };
+        let mut engine = Engine::new(scope, crate::engine::Output::new(stdout.as_fd()), config, new_worker);
+        let mut worker = Worker { store, resolver: Resolver::sharing(cache) };
+        let mut batch = Batch { names: &mut names, engine: &mut engine, worker: &mut worker, settings };
+        let result = if all {
+            batch.all_objects(args.unordered, mode == BatchMode::Contents)
+        } else {
+            let input_delimiter = if args.nul || args.nul_input { 0 } else { b'\n' };
+            let mut reader = LineReader::with_delimiter(stdin, input_delimiter);
+            match mode {
+                BatchMode::Command => batch.commands(&mut reader, args.buffer == Some(true)),
+                _ => batch.lines(&mut reader, mode == BatchMode::Contents),
+            }
+        };
+        // Everything before a failure is written first; a failure of an earlier answer comes first.
+        let (finished, _) = engine.finish();
+        finished.map_err(CatFileError::from)?;
+        result.map(|()| 0)
+    })
+}
+
+/// The next input record without its delimiter and a trailing CR (git's `strbuf_getdelim_strip_crlf`).
+fn next_record<R: Read>(reader: &mut LineReader<R>) -> Result<Option<Vec<u8>>, CatFileError> {
+    let Some(line) = reader.next_line()? else { return Ok(None) };
+    Ok(Some(line.strip_suffix(b"\r").unwrap_or(line).to_vec()))
+}
+
+/// A record as the C string git sees: up to its first NUL.
+fn c_str(record: &[u8]) -> &[u8] {
+    memchr::memchr(0, record).map_or(record, |nul| &record[..nul])
+}
+
+impl Batch<'_, '_, '_> {
+    /// `--batch`/`--batch-check`: every record is an object name (and, with `%(rest)`, text after it).
+    fn lines<R: Read>(&mut self, reader: &mut LineReader<R>, contents: bool) -> Result<(), CatFileError> {
+        while let Some(record) = next_record(reader)? {
+            let line = c_str(&record);
+            let (name, rest) = match memchr::memchr2(b' ', b'\t', line).filter(|_| self.settings.format.has_rest()) {
+                Some(split) => {
+                    let rest = &line[split..];
+                    let skip = rest.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
+                    (&line[..split], Some(&rest[skip..]))
+                }
+                None => (line, None),
+            };
+            let interactive = !reader.has_buffered_input();
+            self.one(name, rest, contents, interactive)?;
+        }
+        Ok(())
+    }
+
+    /// `--batch-command`: `contents <name>`, `info <name>`, and `flush` (with `--buffer`, which queues the
+    /// others until then: their names are resolved at the flush, as git does).
+    fn commands<R: Read>(&mut self, reader: &mut LineReader<R>, buffer: bool) -> Result<(), CatFileError> {
+        let mut queued: Vec<(bool, Vec<u8>)> = Vec::new();
+        while let Some(record) = next_record(reader)? {
+            if record.is_empty() {
+                return Err(CatFileError::git("empty command in input"));
+            }
+            let line = c_str(&record);
+            if line.first().is_some_and(|b| b.is_ascii_whitespace() || *b == 0x0b) {
+                return Err(CatFileError::git(format!("whitespace before command: '{}'", Bytes(line))));
+            }
+            let (command, argument) = parse_command(line)?;
+            let interactive = !reader.has_buffered_input();
+            match command {
+                "flush" if !buffer => return Err(CatFileError::git("flush is only for --buffer mode")),
+                "flush" => self.dispatch(std::mem::take(&mut queued), interactive)?,
+                _ if !buffer => self.one(argument, None, command == "contents", interactive)?,
+                _ => queued.push((command == "contents", argument.to_vec())),
+            }
+        }
+        if std::env::var_os("GIT_TEST_CAT_FILE_NO_FLUSH_ON_EXIT").is_none_or(|v| !git_env_bool(&v)) {
+            self.dispatch(queued, false)?;
+        }
+        Ok(())
+    }
+
+    /// Answers queued `--batch-command` commands; only the last may run on this thread.
+    fn dispatch(&mut self, queued: Vec<(bool, Vec<u8>)>, interactive: bool) -> Result<(), CatFileError> {
+        let count = queued.len();
+        for (at, (contents, name)) in queued.into_iter().enumerate() {
+            self.one(&name, None, contents, interactive && at + 1 == count)?;
+        }
+        Ok(())
+    }
+
+    /// git's `batch_one_object`: resolve the name, then answer for the object, or say why there is none.
+    fn one(&mut self, name: &[u8], rest: Option<&[u8]>, contents: bool, interactive: bool) -> Result<(), CatFileError> {
+        let id = match self.names.resolve(name) {
+            Ok(resolved) => resolved.id,
+            Err(NameError::Missing | NameError::PathMissing { .. } | NameError::InvalidRev(_)) => {
+                return self.line(Response::Missing([name, b" missing", &[self.settings.delimiter]].concat()));
+            }
+            Err(NameError::Ambiguous(_)) => {
+                return self.line(Response::Line([name, b" ambiguous", &[self.settings.delimiter]].concat()));
+            }
+            Err(NameError::Dangling) => return self.symlink_line(b"dangling", name),
+            Err(NameError::Loop) => return self.symlink_line(b"loop", name),
+            Err(NameError::NotDir) => return self.symlink_line(b"notdir", name),
+            Err(NameError::OutOfTree(target)) => return self.symlink_line(b"symlink", &target),
+            Err(err) => return Err(err.into()),
+        };
+        self.object(id, Some(name), None, rest, contents, interactive)
+    }
+
+    /// An answer known without looking the object up, written after those before it.
+    fn line(&mut self, response: Response) -> Result<(), CatFileError> {
+        Ok(self.engine.ready(response, Target::Main)?)
+    }
+
+    /// `--follow-symlinks` answers: `<what> SP <length of text> <delimiter> <text> <delimiter>`.
+    fn symlink_line(&mut self, what: &[u8], text: &[u8]) -> Result<(), CatFileError> {
+        let length = text.len().to_string();
+        let delimiter = [self.settings.delimiter];
+        self.line(Response::Line([what, b" ", length.as_bytes(), &delimiter, text, &delimiter].concat()))
+    }
+
+    /// Hands the object's answer to the engine.
+    fn object(
+        &mut self,
+        id: ObjectId,
+        name: Option<&[u8]>,
+        place: Option<Place>,
+        rest: Option<&[u8]>,
+        contents: bool,
+        interactive: bool,
+    ) -> Result<(), CatFileError> {
+        let job = ObjectJob {
+            settings: Arc::clone(&self.settings),
+            id,
+            name: name.map(<[u8]>::to_vec),
+            rest: rest.map(<[u8]>::to_vec),
+            contents,
+            place,
+            store: std::marker::PhantomData,
+        };
+        Ok(self.engine.job(job, self.worker, interactive)?)
+    }
+
+    /// `--batch-all-objects`: every object once, sorted by id, or in storage order with `--unordered`.
+    fn all_objects(&mut self, unordered: bool, contents: bool) -> Result<(), CatFileError> {
+        let store = self.names.store;
+        if unordered {
+            let mut objects = Vec::new();
+            store.for_each_object_unordered(|id, place| objects.push((id, place)));
+            for (id, place) in objects {
+                self.object(id, None, Some(place), None, contents, false)?;
+            }
+        } else {
+            for id in store.all_objects() {
+                self.object(id, None, None, None, contents, false)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Splits a `--batch-command` line into its command and argument, with git's messages.
+fn parse_command(line: &[u8]) -> Result<(&'static str, &[u8]), CatFileError> {
+    for (command, takes_argument) in [("contents", true), ("info", true), ("flush", false)] {
+        let Some(after) = line.strip_prefix(command.as_bytes()) else { continue };
+        if takes_argument {
+            return match after.strip_prefix(b" ") {
+                Some(argument) => Ok((command, argument)),
+                None => Err(CatFileError::git(format!("{command} requires arguments"))),
+            };
+        }
+        if !after.is_empty() {
+            return Err(CatFileError::git(format!("{command} takes no arguments")));
+        }
+        return Ok((command, b""));
+    }
+    Err(CatFileError::git(format!("unknown command: '{}'", Bytes(line))))
+}
+
+/// git's `git_env_bool`, for the values a test sets.
+fn git_env_bool(value: &std::ffi::OsStr) -> bool {
+    gix_config::Boolean::try_from(value.to_owned()).is_ok_and(|b| b.0)
+}

@@ -1,0 +1,92 @@
+//! The part of a batch answer that runs on the engine's resolver threads: looking the object up (type and size
+//! from headers, or the whole object for `--batch` contents) and formatting its answer. Names are resolved
+//! before, in order, on the front end's thread.
+use std::sync::Arc;
+
+use super::CatFileError;
+use super::format::{Fields, Format};
+use crate::engine::Job;
+use crate::response::encode::Response;
+use crate::store::{Damage, Info, ObjectId, Place, ReadError, Resolver, Store};
+
+/// A resolver thread's scratch state.
+pub(crate) struct Worker<'s> {
+    pub(crate) store: &'s Store,
+    pub(crate) resolver: Resolver,
+}
+
+/// What every answer of one batch shares.
+pub(crate) struct Settings {
+    pub(crate) format: Format,
+    pub(crate) delimiter: u8,
+    /// `--batch-all-objects` reads objects as stored: replace refs are off.
+    pub(crate) exact: bool,
+}
+
+/// One object to answer for (git's `batch_object_write`).
+pub(crate) struct ObjectJob<'s> {
+    pub(crate) settings: Arc<Settings>,
+    pub(crate) id: ObjectId,
+    /// The name as given (for `<name> missing`); `None` for `--batch-all-objects`.
+    pub(crate) name: Option<Vec<u8>>,
+    pub(crate) rest: Option<Vec<u8>>,
+    pub(crate) contents: bool,
+    /// Where `--batch-all-objects --unordered` found it.
+    pub(crate) place: Option<Place>,
+    pub(crate) store: std::marker::PhantomData<&'s Store>,
+}
+
+impl<'s> Job for ObjectJob<'s> {
+    type Worker = Worker<'s>;
+    type Error = CatFileError;
+
+    fn run(self, worker: &mut Worker<'s>) -> Result<Response, CatFileError> {
+        let (store, settings) = (worker.store, &*self.settings);
+        let mut info: Option<Info> = None;
+        if !self.contents && !settings.format.needs_info() {
+            // A named object is looked up even when the format shows nothing of it (git's
+            // `oid_object_info_extended` with an empty request); only --batch-all-objects skips that.
+            if !settings.exact && !store.exists(&self.id)? {
+                return Ok(missing(self.name, &self.id, settings.delimiter));
+            }
+        } else {
+            let on_disk = settings.format.needs_disk();
+            let found = match (&self.place, settings.exact) {
+                (Some(place), _) => store.info_at(&self.id, place, on_disk).map(Some),
+                (None, true) => store.info_exact(&self.id, on_disk),
+                (None, false) => store.info(&self.id, on_disk),
+            };
+            info = match found {
+                Err(ReadError { damage: Damage::UnknownType { header_too_long: true, .. }, .. }) => {
+                    // git reads 32 header bytes: past them it says so and takes the object for missing.
+                    let message = format!("error: header for {} too long, exceeds 32 bytes\n", self.id);
+                    super::output::Output::stderr().message(message.as_bytes());
+                    None
+                }
+                found => found?,
+            };
+            if info.is_none() {
+                return Ok(missing(self.name, &self.id, settings.delimiter));
+            }
+        }
+        let mut line = Vec::with_capacity(128);
+        let fields = Fields { id: &self.id, info: info.as_ref(), rest: self.rest.as_deref() };
+        settings.format.expand(&fields, &mut line);
+        line.push(settings.delimiter);
+        if !self.contents {
+            return Ok(Response::Line(line));
+        }
+        let object = match settings.exact {
+            true => store.read_exact(&self.id, &mut worker.resolver)?,
+            false => store.read(&self.id, &mut worker.resolver)?,
+        };
+        let object = object.ok_or_else(|| CatFileError::git(format!("object {} disappeared", self.id)))?;
+        Ok(Response::object(&line, object.data, settings.delimiter))
+    }
+}
+
+/// `<name> missing`, or `<id> missing` for an object listed by id.
+fn missing(name: Option<Vec<u8>>, id: &ObjectId, delimiter: u8) -> Response {
+    let name = name.unwrap_or_else(|| id.to_hex().to_string().into_bytes());
+    Response::Missing([&name[..], b" missing", &[delimiter]].concat())
+}

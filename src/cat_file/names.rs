@@ -1,0 +1,418 @@
+//! Object names as git's `get_oid_with_context` resolves them for cat-file: gix-revision parses the rev-spec
+//! and calls back here; gix-ref finds references (loose, packed, symbolic, in git's lookup order); the store
+//! answers abbreviated ids and reads the objects that peeling and `<rev>:<path>` walk through.
+//!
+//! Where gix-revision's order differs from git's, this delegate restores git's: git tries a name as a
+//! reference before it tries it as an abbreviated id (gix-revision asks for the id first), and only a bare
+//! name is ever "ambiguous" (`<name>^{tree}` with an ambiguous `<name>` is simply missing, as in git).
+use gix_hash::{ObjectId, Prefix};
+use gix_object::Kind;
+use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
+
+use super::ambiguous;
+use super::symlinks::{self, Followed};
+use super::tree;
+use crate::store::{PrefixMatch, ReadError, Resolver, Store};
+
+/// A resolved name: the object and, for `<rev>:<path>`, the tree entry's mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub id: ObjectId,
+    pub mode: Option<u32>,
+}
+
+/// Why a name names no object.
+#[derive(Debug, thiserror::Error)]
+pub enum NameError {
+    /// git's `MISSING_OBJECT`: nothing by that name.
+    #[error("missing")]
+    Missing,
+    /// git's `SHORT_NAME_AMBIGUOUS`, with the candidates.
+    #[error("ambiguous")]
+    Ambiguous(Vec<ObjectId>),
+    /// `<rev>:<path>` where the path is not in the tree (git's `get_oid_with_context` says missing; in the
+    /// single-object modes git explains it).
+    #[error("path '{}' does not exist in '{}'", crate::fatal::Bytes(.path), crate::fatal::Bytes(.rev))]
+    PathMissing { path: Vec<u8>, rev: Vec<u8> },
+    /// `<rev>:<path>` whose `<rev>` names nothing (the single-object modes say so; batches say missing).
+    #[error("invalid object name '{}'.", crate::fatal::Bytes(.0))]
+    InvalidRev(Vec<u8>),
+    /// A form of name that cat-blobd does not resolve.
+    #[error("cat-blobd cat-file does not support {form} in object names: '{}'", crate::fatal::Bytes(.name))]
+    Unsupported { form: &'static str, name: Vec<u8> },
+    /// `--follow-symlinks`: a symlink whose target is not in the tree (git's `DANGLING_SYMLINK`).
+    #[error("dangling symlink")]
+    Dangling,
+    /// `--follow-symlinks`: more than 40 links (`SYMLINK_LOOP`).
+    #[error("symlink loop")]
+    Loop,
+    /// `--follow-symlinks`: a file where the path needs a directory (`NOT_DIR`).
+    #[error("not a directory")]
+    NotDir,
+    /// `--follow-symlinks`: a symlink leading out of the tree, to this path (git answers `symlink <path>`).
+    #[error("symlink out of the tree")]
+    OutOfTree(Vec<u8>),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// An object that gix-object cannot parse where git needs to look into it (a commit's tree, a tag's target).
+    #[error("cannot parse {kind} {id}")]
+    Unparsable { id: ObjectId, kind: Kind },
+}
+
+/// Resolves names against one repository's refs and objects.
+pub struct Names<'a> {
+    pub store: &'a Store,
+    pub refs: gix_ref::file::Store,
+    pub resolver: &'a mut Resolver,
+    /// `--follow-symlinks`: `<rev>:<path>` follows symlinks inside the tree.
+    pub follow_symlinks: bool,
+    /// `extensions.compatObjectFormat` is set: ids of the other hash's length are refused by name.
+    pub compat_object_format: bool,
+}
+
+impl Names<'_> {
+    /// The object `name` names (git's `get_oid_with_context` with `GET_OID_HASH_ANY`).
+    pub fn resolve(&mut self, name: &[u8]) -> Result<Resolved, NameError> {
+        let hash = self.store.object_hash();
+        if name.len() == hash.len_in_hex()
+            && let Ok(id) = ObjectId::from_hex(name)
+        {
+            return Ok(Resolved { id, mode: None });
+        }
+        if self.compat_object_format
+            && name.iter().take_while(|b| b.is_ascii_hexdigit()).count() == other_hash_hex_len(hash)
+        {
+            return Err(NameError::Unsupported {
+                form: "ids in the compatibility hash (extensions.compatObjectFormat)",
+                name: name.to_vec(),
+            });
+        }
+        let mut spec = Spec {
+            names: self,
+            name,
+            peels: 0,
+            reached_path: false,
+            current: None,
+            mode: None,
+            failure: None,
+            unsupported: None,
+        };
+        let parsed = gix_revision::spec::parse(name.into(), &mut spec);
+        if let Some(form) = spec.unsupported {
+            return Err(NameError::Unsupported { form, name: name.to_vec() });
+        }
+        match (parsed, spec.current) {
+            (Ok(()), Some(id)) => Ok(Resolved { id, mode: spec.mode }),
+            _ => Err(match spec.failure {
+                Some(Failure::Ambiguous(text, candidates)) if text.eq_ignore_ascii_case(name) => {
+                    NameError::Ambiguous(candidates)
+                }
+                Some(Failure::Error(NameError::PathMissing { path, .. })) => {
+                    NameError::PathMissing { path, rev: rev_before_path(name).to_vec() }
+                }
+                Some(Failure::Error(err)) if !matches!(err, NameError::Missing) => err,
+                _ if !spec.reached_path && rev_before_path(name).len() < name.len() && !name.starts_with(b":") => {
+                    NameError::InvalidRev(rev_before_path(name).to_vec())
+                }
+                _ => NameError::Missing,
+            }),
+        }
+    }
+
+    /// A reference by the name the user gave, in git's lookup order, followed to its object. Like git
+    /// (`core.warnAmbiguousRefs`), warns when the name matches refs by more than one of git's rules, or when
+    /// `also_an_id` (it is an abbreviated id of an object too).
+    fn find_ref(&self, name: &[u8], also_an_id: bool) -> Option<ObjectId> {
+        let id = self.follow(name)?;
+        if also_an_id || self.rule_matches(name) > 1 {
+            let warning = format!("warning: refname '{}' is ambiguous.\n", crate::fatal::Bytes(name));
+            super::output::Output::stderr().message(warning.as_bytes());
+        }
+        Some(id)
+    }
+
+    /// The object a (partial) ref name leads to.
+    fn follow(&self, name: &[u8]) -> Option<ObjectId> {
+        use gix_ref::file::ReferenceExt;
+        let name: &gix_object::bstr::BStr = name.into();
+        let partial: &gix_ref::PartialNameRef = name.try_into().ok()?;
+        let mut reference = self.refs.try_find(partial).ok()??;
+        let packed = self.refs.cached_packed_buffer().ok().flatten();
+        reference.follow_to_object_packed(&self.refs, packed.as_ref().map(|buffer| &***buffer)).ok()
+    }
+
+    /// How many of git's `ref_rev_parse_rules` name an existing ref for `name` (git's `repo_dwim_ref` count).
+    fn rule_matches(&self, name: &[u8]) -> usize {
+        let rules: [(&[u8], &[u8]); 5] = [
+            (b"refs/", b""),
+            (b"refs/tags/", b""),
+            (b"refs/heads/", b""),
+            (b"refs/remotes/", b""),
+            (b"refs/remotes/", b"/HEAD"),
+        ];
+        let exact =
+            usize::from(name.starts_with(b"refs/") || name.iter().all(|b| b.is_ascii_uppercase() || *b == b'_'));
+        let expanded = rules
+            .iter()
+            .filter(|(prefix, suffix)| {
+                let full = [prefix, name, suffix].concat();
+                let full: &gix_object::bstr::BStr = full.as_slice().into();
+                let Ok(full) = <&gix_ref::FullNameRef>::try_from(full) else { return false };
+                self.refs.try_find(full.as_partial_name()).ok().flatten().is_some_and(|r| r.name.as_ref() == full)
+            })
+            .count();
+        // A name starting with `refs/` also matches the first rule ("%s") as itself.
+        expanded + exact.min(usize::from(self.follow(name).is_some()))
+    }
+}
+
+/// The name up to the end of its `n`-th `^{commit}`, `^{tag}`, `^{tree}` or `^{blob}` (or `^0`, which gix-revision
+/// also reports as a peel to a commit).
+fn nth_onion(name: &[u8], n: usize) -> &[u8] {
+    let mut seen = 0;
+    for at in 0..name.len() {
+        let rest = &name[at..];
+        let len = [&b"^{commit}"[..], b"^{tag}", b"^{tree}", b"^{blob}"]
+            .iter()
+            .find(|onion| rest.starts_with(onion))
+            .map(|onion| onion.len())
+            .or_else(|| (rest.starts_with(b"^0") && !rest.get(2).is_some_and(u8::is_ascii_digit)).then_some(2));
+        if let Some(len) = len {
+            seen += 1;
+            if seen == n {
+                return &name[..at + len];
+            }
+        }
+    }
+    name
+}
+
+/// The length in hex of the ids of the hash that is not `hash`.
+fn other_hash_hex_len(hash: gix_hash::Kind) -> usize {
+    match hash {
+        gix_hash::Kind::Sha1 => gix_hash::Kind::Sha256.len_in_hex(),
+        _ => gix_hash::Kind::Sha1.len_in_hex(),
+    }
+}
+
+/// The `<rev>` of `<rev>:<path>`: up to the first colon outside braces (git's `get_oid_with_context_1`).
+fn rev_before_path(name: &[u8]) -> &[u8] {
+    let mut depth = 0usize;
+    for (at, byte) in name.iter().enumerate() {
+        match byte {
+            b'{' => depth += 1,
+            b'}' if depth > 0 => depth -= 1,
+            b':' if depth == 0 => return &name[..at],
+            _ => {}
+        }
+    }
+    name
+}
+
+enum Failure {
+    /// The abbreviated id (as typed) that more than one object starts with.
+    Ambiguous(Vec<u8>, Vec<ObjectId>),
+    Error(NameError),
+}
+
+/// gix-revision's delegate: the object reached so far.
+struct Spec<'n, 'a> {
+    names: &'n mut Names<'a>,
+    /// The whole name, and how many `^{<type>}` peels were met so far (for git's message naming the part).
+    name: &'n [u8],
+    peels: usize,
+    /// Did the walk get as far as the `:<path>` part?
+    reached_path: bool,
+    current: Option<ObjectId>,
+    mode: Option<u32>,
+    failure: Option<Failure>,
+    unsupported: Option<&'static str>,
+}
+
+fn stop() -> gix_error::Error {
+    use gix_error::ErrorExt;
+    gix_error::message("the name does not resolve").raise()
+}
+
+impl Spec<'_, '_> {
+    fn set(&mut self, id: ObjectId) -> gix_error::Result {
+        self.current = Some(id);
+        self.mode = None;
+        Ok(())
+    }
+
+    fn unsupported(&mut self, form: &'static str) -> gix_error::Result {
+        self.unsupported.get_or_insert(form);
+        Err(stop())
+    }
+
+    fn fail(&mut self, err: NameError) -> gix_error::Result {
+        if !matches!(self.failure, Some(Failure::Ambiguous(..))) {
+            self.failure = Some(Failure::Error(err));
+        }
+        Err(stop())
+    }
+
+    fn current(&self) -> Result<ObjectId, gix_error::Error> {
+        self.current.ok_or_else(stop)
+    }
+
+    /// Runs a step that reads objects; a step that finds nothing stops the parse as `missing`.
+    fn step(&mut self, result: Result<Option<ObjectId>, NameError>) -> gix_error::Result {
+        match result {
+            Ok(Some(id)) => self.set(id),
+            Ok(None) => self.fail(NameError::Missing),
+            Err(err) => self.fail(err),
+        }
+    }
+}
+
+impl delegate::Revision for Spec<'_, '_> {
+    fn find_ref(&mut self, name: &gix_object::bstr::BStr) -> gix_error::Result {
+        match self.names.find_ref(name, false) {
+            Some(id) => self.set(id),
+            None => self.fail(NameError::Missing),
+        }
+    }
+
+    fn disambiguate_prefix(&mut self, prefix: Prefix, hint: Option<PrefixHint<'_>>) -> gix_error::Result {
+        let text = prefix.to_string().into_bytes();
+        let also_an_id = || matches!(self.names.store.find_prefix(&prefix), PrefixMatch::Unique(_));
+        if hint.is_none()
+            && self.names.follow(&text).is_some()
+            && let Some(id) = self.names.find_ref(&text, also_an_id())
+        {
+            // git looks the name up as a reference first.
+            return self.set(id);
+        }
+        if prefix.hex_len() == self.names.store.object_hash().len_in_hex() {
+            return self.set(prefix.as_oid().to_owned());
+        }
+        match self.names.store.find_prefix(&prefix) {
+            PrefixMatch::Unique(id) => self.set(id),
+            PrefixMatch::None => self.fail(NameError::Missing),
+            PrefixMatch::Ambiguous(candidates) => {
+                let commits: Vec<ObjectId> = match hint {
+                    // A describe name only ever names a commit (git's `GET_OID_COMMIT`).
+                    Some(_) => candidates
+                        .iter()
+                        .copied()
+                        .filter(|id| tree::kind_of(self.names.store, id).ok().flatten() == Some(Kind::Commit))
+                        .collect(),
+                    None => candidates.clone(),
+                };
+                match commits[..] {
+                    [id] => self.set(id),
+                    _ => {
+                        // git's get_short_oid says so on stderr wherever in the name the abbreviation is.
+                        ambiguous::report(self.names.store, self.names.resolver, &text, &candidates);
+                        self.failure = Some(Failure::Ambiguous(text, candidates));
+                        Err(stop())
+                    }
+                }
+            }
+        }
+    }
+
+    fn reflog(&mut self, _query: ReflogLookup) -> gix_error::Result {
+        self.unsupported("reflog entries (<ref>@{<n>} or <ref>@{<date>})")
+    }
+
+    fn nth_checked_out_branch(&mut self, _branch_no: usize) -> gix_error::Result {
+        self.unsupported("previously checked-out branches (@{-<n>})")
+    }
+
+    fn sibling_branch(&mut self, _kind: SiblingBranch) -> gix_error::Result {
+        self.unsupported("upstream and push branches (@{upstream}, @{push})")
+    }
+}
+
+impl delegate::Navigate for Spec<'_, '_> {
+    fn traverse(&mut self, kind: Traversal) -> gix_error::Result {
+        let id = self.current()?;
+        let result = match kind {
+            Traversal::NthParent(n) => tree::nth_parent(self.names.store, self.names.resolver, id, n),
+            Traversal::NthAncestor(n) => tree::nth_ancestor(self.names.store, self.names.resolver, id, n),
+        };
+        self.step(result)
+    }
+
+    fn peel_until(&mut self, kind: PeelTo<'_>) -> gix_error::Result {
+        let id = self.current()?;
+        let store = self.names.store;
+        match kind {
+            PeelTo::ObjectKind(kind) => {
+                self.peels += 1;
+                match tree::peel_or_dead_end(store, self.names.resolver, id, kind) {
+                    Ok(Some(Err(reached))) => {
+                        // git's `peel_to_type` says so on stderr, naming the name up to this `^{<type>}`.
+                        let onion = nth_onion(self.name, self.peels);
+                        let message = format!(
+                            "error: {}: expected {kind} type, but the object dereferences to {reached} type\n",
+                            crate::fatal::Bytes(onion)
+                        );
+                        super::output::Output::stderr().message(message.as_bytes());
+                        self.fail(NameError::Missing)
+                    }
+                    peeled => self.step(peeled.map(|found| found.and_then(Result::ok))),
+                }
+            }
+            PeelTo::ValidObject => self.step(tree::kind_of(store, &id).map(|kind| kind.map(|_| id))),
+            PeelTo::RecursiveTagObject => {
+                let peeled = tree::peel_tags(store, self.names.resolver, id).map(Some);
+                self.step(peeled)
+            }
+            PeelTo::Path(path) => {
+                self.reached_path = true;
+                if path.starts_with(b"./") || path.starts_with(b"../") || path == "." || path == ".." {
+                    return self.unsupported("paths relative to the current directory (<rev>:./<path>)");
+                }
+                if self.names.follow_symlinks {
+                    return match symlinks::follow(store, self.names.resolver, id, path) {
+                        Ok(Followed::Found(entry, mode)) => {
+                            self.set(entry)?;
+                            self.mode = Some(mode);
+                            Ok(())
+                        }
+                        Ok(Followed::Missing) => self.fail(NameError::Missing),
+                        Ok(Followed::Dangling) => self.fail(NameError::Dangling),
+                        Ok(Followed::Loop) => self.fail(NameError::Loop),
+                        Ok(Followed::NotDir) => self.fail(NameError::NotDir),
+                        Ok(Followed::OutOfTree(target)) => self.fail(NameError::OutOfTree(target)),
+                        Err(err) => self.fail(err),
+                    };
+                }
+                match tree::lookup_path(store, self.names.resolver, id, path) {
+                    Ok(Some((entry, mode))) => {
+                        self.set(entry)?;
+                        self.mode = Some(mode);
+                        Ok(())
+                    }
+                    Ok(None) => self.fail(NameError::PathMissing { path: path.to_vec(), rev: Vec::new() }),
+                    Err(err) => self.fail(err),
+                }
+            }
+        }
+    }
+
+    fn find(&mut self, _regex: &gix_object::bstr::BStr, _negated: bool) -> gix_error::Result {
+        self.unsupported("commit message searches (:/<text> or <rev>^{/<text>})")
+    }
+
+    fn index_lookup(&mut self, _path: &gix_object::bstr::BStr, _stage: u8) -> gix_error::Result {
+        self.unsupported("index paths (:<path> or :<n>:<path>)")
+    }
+}
+
+impl delegate::Kind for Spec<'_, '_> {
+    fn kind(&mut self, _kind: gix_revision::spec::Kind) -> gix_error::Result {
+        // A range or an exclusion is not an object name: git's get_oid finds nothing by it.
+        self.fail(NameError::Missing)
+    }
+}
+
+impl gix_revision::spec::parse::Delegate for Spec<'_, '_> {
+    fn done(&mut self) -> gix_error::Result {
+        self.current().map(|_| ())
+    }
+}

@@ -1,0 +1,163 @@
+//! Walking from one object to another as git's name resolution does (tags to their targets, commits to their
+//! trees and parents, trees to their entries), and printing a tree as `git ls-tree` does for `cat-file -p`.
+//! gix-object parses every object; only git's peeling rules are written here.
+use gix_hash::ObjectId;
+use gix_object::{CommitRefIter, Kind, TagRefIter, TreeRefIter};
+
+use super::names::NameError;
+use crate::git_compat::quote::quote_c_style;
+use crate::store::{Object, Resolver, Store};
+
+/// The type of `id` (after replace refs), from headers only.
+pub(crate) fn kind_of(store: &Store, id: &ObjectId) -> Result<Option<Kind>, NameError> {
+    Ok(store.info(id, false)?.map(|info| info.kind))
+}
+
+fn read(store: &Store, resolver: &mut Resolver, id: &ObjectId) -> Result<Option<Object>, NameError> {
+    Ok(store.read(id, resolver)?)
+}
+
+/// An object that gix-object cannot parse: git's parse_object fails on it the same way.
+fn unparsable(id: &ObjectId, kind: Kind) -> NameError {
+    NameError::Unparsable { id: *id, kind }
+}
+
+/// What a tag points at.
+fn tag_target(store: &Store, object: &Object, id: &ObjectId) -> Result<ObjectId, NameError> {
+    TagRefIter::from_bytes(&object.data, store.object_hash()).target_id().map_err(|_| unparsable(id, Kind::Tag))
+}
+
+/// Follows tags until an object that is not a tag (`<rev>^{}`).
+pub(crate) fn peel_tags(store: &Store, resolver: &mut Resolver, mut id: ObjectId) -> Result<ObjectId, NameError> {
+    loop {
+        let object = read(store, resolver, &id)?.ok_or(NameError::Missing)?;
+        if object.kind != Kind::Tag {
+            return Ok(id);
+        }
+        id = tag_target(store, &object, &id)?;
+    }
+}
+
+/// git's `peel_to_type`: tags to their targets, commits to their trees, until an object of `kind`; `None`
+/// when the chain ends elsewhere.
+pub(crate) fn peel_to_kind(
+    store: &Store,
+    resolver: &mut Resolver,
+    id: ObjectId,
+    kind: Kind,
+) -> Result<Option<ObjectId>, NameError> {
+    Ok(peel_or_dead_end(store, resolver, id, kind)?.and_then(Result::ok))
+}
+
+/// Like [`peel_to_kind`], but says where the chain ended: `Err(kind)` is the blob or tree it reached
+/// instead (git's "expected … type, but the object dereferences to … type"); `None`, a missing object.
+pub(crate) fn peel_or_dead_end(
+    store: &Store,
+    resolver: &mut Resolver,
+    mut id: ObjectId,
+    kind: Kind,
+) -> Result<Option<Result<ObjectId, Kind>>, NameError> {
+    loop {
+        let Some(object) = read(store, resolver, &id)? else { return Ok(None) };
+        if object.kind == kind {
+            return Ok(Some(Ok(id)));
+        }
+        id = match object.kind {
+            Kind::Tag => tag_target(store, &object, &id)?,
+            Kind::Commit => CommitRefIter::from_bytes(&object.data, store.object_hash())
+                .tree_id()
+                .map_err(|_| unparsable(&id, Kind::Commit))?,
+            other => return Ok(Some(Err(other))),
+        };
+    }
+}
+
+/// The commit `id` names, peeling tags (git's `lookup_commit_reference`).
+fn commit(store: &Store, resolver: &mut Resolver, id: ObjectId) -> Result<Option<(ObjectId, Object)>, NameError> {
+    let Some(id) = peel_to_kind_no_tree(store, resolver, id)? else { return Ok(None) };
+    Ok(read(store, resolver, &id)?.map(|object| (id, object)))
+}
+
+/// Tags peeled to a commit; a commit never becomes its tree here.
+fn peel_to_kind_no_tree(store: &Store, resolver: &mut Resolver, id: ObjectId) -> Result<Option<ObjectId>, NameError> {
+    let id = peel_tags(store, resolver, id)?;
+    Ok((kind_of(store, &id)? == Some(Kind::Commit)).then_some(id))
+}
+
+/// `<rev>^<n>`: the n-th parent (`^0`: the commit itself).
+pub(crate) fn nth_parent(
+    store: &Store,
+    resolver: &mut Resolver,
+    id: ObjectId,
+    n: usize,
+) -> Result<Option<ObjectId>, NameError> {
+    let Some((id, object)) = commit(store, resolver, id)? else { return Ok(None) };
+    if n == 0 {
+        return Ok(Some(id));
+    }
+    Ok(CommitRefIter::from_bytes(&object.data, store.object_hash()).parent_ids().nth(n - 1))
+}
+
+/// `<rev>~<n>`: the n-th first-parent ancestor.
+pub(crate) fn nth_ancestor(
+    store: &Store,
+    resolver: &mut Resolver,
+    id: ObjectId,
+    n: usize,
+) -> Result<Option<ObjectId>, NameError> {
+    let Some((mut id, _)) = commit(store, resolver, id)? else { return Ok(None) };
+    for _ in 0..n {
+        match nth_parent(store, resolver, id, 1)? {
+            Some(parent) => id = parent,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(id))
+}
+
+/// `<rev>:<path>`: the entry at `path` in the tree of `id`, and its mode (git's `get_tree_entry`). An empty
+/// path is the tree itself.
+pub(crate) fn lookup_path(
+    store: &Store,
+    resolver: &mut Resolver,
+    id: ObjectId,
+    path: &[u8],
+) -> Result<Option<(ObjectId, u32)>, NameError> {
+    let Some(mut current) = peel_to_kind(store, resolver, id, Kind::Tree)? else { return Ok(None) };
+    let mut mode = 0o040000;
+    for component in path.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
+        if mode != 0o040000 {
+            return Ok(None);
+        }
+        let Some(tree) = read(store, resolver, &current)? else { return Ok(None) };
+        if tree.kind != Kind::Tree {
+            return Ok(None);
+        }
+        let entry = TreeRefIter::from_bytes(&tree.data, store.object_hash())
+            .filter_map(Result::ok)
+            .find(|entry| entry.filename == component);
+        let Some(entry) = entry else { return Ok(None) };
+        current = entry.oid.to_owned();
+        mode = entry.mode.kind() as u32;
+    }
+    Ok(Some((current, mode)))
+}
+
+/// A tree as `git ls-tree <tree>` prints it: `<mode> SP <type> SP <id> TAB <path> LF` per entry, the path
+/// quoted as `core.quotePath` says.
+pub(crate) fn ls_tree(data: &[u8], hash: gix_hash::Kind, quote_path: bool) -> Result<Vec<u8>, NameError> {
+    let mut out = Vec::with_capacity(data.len() * 2);
+    for entry in TreeRefIter::from_bytes(data, hash) {
+        let entry = entry.map_err(|_| NameError::Missing)?;
+        let kind = entry.mode.kind();
+        let type_name = match kind {
+            gix_object::tree::EntryKind::Tree => "tree",
+            gix_object::tree::EntryKind::Commit => "commit",
+            _ => "blob",
+        };
+        out.extend_from_slice(format!("{:06o} {type_name} {}\t", kind as u32, entry.oid).as_bytes());
+        quote_c_style(entry.filename, quote_path, &mut out);
+        out.push(b'\n');
+    }
+    Ok(out)
+}

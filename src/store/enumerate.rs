@@ -1,0 +1,122 @@
+//! Listing objects: every object of every object directory (`cat-file --batch-all-objects`), and the objects
+//! whose ids start with a given prefix (abbreviated names).
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use gix_hash::Prefix;
+
+use super::info::{Place, Where};
+use super::{ObjectId, Store};
+
+/// What an abbreviated id names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrefixMatch {
+    None,
+    Unique(ObjectId),
+    /// Every object that matches, sorted.
+    Ambiguous(Vec<ObjectId>),
+}
+
+impl Store {
+    /// Every object id, sorted and without duplicates (git's `oid_array_for_each_unique` over loose and
+    /// packed objects).
+    pub fn all_objects(&self) -> Vec<ObjectId> {
+        let mut all = Vec::new();
+        self.for_each_object(|id, _| all.push(id));
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
+    /// Every object once, in git's `--unordered` order: loose objects of each object directory (by
+    /// subdirectory, then in directory order), then each pack in pack order, its entries by offset.
+    pub(crate) fn for_each_object_unordered(&self, mut each: impl FnMut(ObjectId, Place)) {
+        let mut seen = HashSet::new();
+        self.for_each_object(|id, place| {
+            if seen.insert(id) {
+                each(id, place);
+            }
+        });
+    }
+
+    fn for_each_object(&self, mut each: impl FnMut(ObjectId, Place)) {
+        for dir in &self.dirs {
+            for_each_loose(&dir.path, self.hash, |id, path| each(id, Place(Where::Loose(path))));
+        }
+        for set in self.snapshots() {
+            for pack in &set.packs {
+                for (offset, position) in self.rev_index(pack).iter() {
+                    each(
+                        pack.index.oid_at_index(*position).to_owned(),
+                        Place(Where::Packed(Arc::clone(pack), *offset)),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Objects in all packs, duplicates counted (git's `repo_approximate_object_count`).
+    pub fn packed_object_count(&self) -> usize {
+        self.snapshots().iter().flat_map(|set| set.packs.iter()).map(|pack| pack.index.num_objects() as usize).sum()
+    }
+
+    /// The objects whose ids start with `prefix`, in packs and loose.
+    pub fn find_prefix(&self, prefix: &Prefix) -> PrefixMatch {
+        let mut found = Vec::new();
+        for set in self.snapshots() {
+            for pack in &set.packs {
+                let mut range = 0..0;
+                if pack.index.lookup_prefix(*prefix, Some(&mut range)).is_some() {
+                    found.extend(range.map(|position| pack.index.oid_at_index(position).to_owned()));
+                }
+            }
+        }
+        let hex = prefix.to_string();
+        for dir in &self.dirs {
+            let subdir = dir.path.join(&hex[..2]);
+            for_each_loose_in(&subdir, &hex[..2], self.hash, |id, _| {
+                if id.to_hex().to_string().starts_with(&hex) {
+                    found.push(id);
+                }
+            });
+        }
+        found.sort_unstable();
+        found.dedup();
+        match found.len() {
+            0 => PrefixMatch::None,
+            1 => PrefixMatch::Unique(found[0]),
+            _ => PrefixMatch::Ambiguous(found),
+        }
+    }
+}
+
+/// Loose objects of `objects_dir`, subdirectories `00` to `ff` in order, each in directory order.
+fn for_each_loose(objects_dir: &Path, hash: gix_hash::Kind, mut each: impl FnMut(ObjectId, std::path::PathBuf)) {
+    for byte in 0..=255u8 {
+        let name = format!("{byte:02x}");
+        for_each_loose_in(&objects_dir.join(&name), &name, hash, &mut each);
+    }
+}
+
+/// The loose objects of one subdirectory; files whose names are not the rest of an id are skipped, as git
+/// skips them.
+fn for_each_loose_in(
+    subdir: &Path,
+    first: &str,
+    hash: gix_hash::Kind,
+    mut each: impl FnMut(ObjectId, std::path::PathBuf),
+) {
+    let Ok(entries) = std::fs::read_dir(subdir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let rest = name.as_encoded_bytes();
+        if rest.len() + 2 != hash.len_in_hex() || !rest.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            continue;
+        }
+        let hex = [first.as_bytes(), rest].concat();
+        if let Ok(id) = ObjectId::from_hex(&hex) {
+            each(id, entry.path());
+        }
+    }
+}
