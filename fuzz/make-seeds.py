@@ -12,7 +12,7 @@ import hashlib, os, struct, sys, zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "repo")
 sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
-from packfile import parse_entry, read_idx  # noqa: E402
+from packfile import entry_header, parse_entry, read_idx  # noqa: E402
 
 
 def put(target, data):
@@ -105,23 +105,13 @@ def apply(base, delta):
     return bytes(out)
 
 
-def varint_header(typ, size):
-    out = bytearray([(typ << 4) | (size & 15)])
-    size >>= 4
-    while size:
-        out[-1] |= 0x80
-        out.append(size & 0x7F)
-        size >>= 7
-    return bytes(out)
-
-
 def crafted_pack(objects):
     """objects: list of (type, payload, ref id or None). Returns a pack-target input (offsets in order)."""
     body = b"PACK" + struct.pack(">II", 2, len(objects))
     offsets = []
     for typ, payload, ref in objects:
         offsets.append(len(body))
-        body += varint_header(typ, len(payload)) + (ref or b"") + zlib.compress(payload)
+        body += entry_header(typ, len(payload)) + (ref or b"") + zlib.compress(payload)
     body += hashlib.sha1(body).digest()
     return bytes([len(objects)]) + b"".join(struct.pack("<I", o << 1) for o in offsets) + body
 
