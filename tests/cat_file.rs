@@ -1,14 +1,14 @@
 //! `cat-blobd cat-file` against the installed `git cat-file`: the same arguments and input in the same
 //! repository (fixtures/make-cat-file-fixtures.sh), compared byte for byte on stdout and stderr, and by exit
 //! status.
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::util::{CAT_BLOBD, Output, Run, assert_bytes_eq, build_with_script, clean_git_env, escape};
+use crate::util::{CAT_BLOBD, Output, Run, assert_bytes_eq, build_with_script, clean_git_env, escape, read_response};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-cat-file-fixtures.sh");
 
@@ -484,24 +484,11 @@ fn interactive_one_request_at_a_time() {
     for name in &sent {
         stdin.write_all(format!("{name}\n").as_bytes()).expect("send");
         stdin.flush().expect("flush");
-        read_answer(&mut stdout, &mut got);
+        got.extend_from_slice(&read_response(&mut stdout).expect("an answer"));
     }
     drop(stdin);
     let _ = done.send(());
     guard.join().expect("watchdog");
     assert!(child.wait().expect("wait").success());
     assert_bytes_eq("interactive answers", &expected, &got);
-}
-
-/// Reads one `--batch` answer: a line, and if it announces a size, that many bytes and LF.
-fn read_answer(from: &mut BufReader<impl Read>, into: &mut Vec<u8>) {
-    let start = into.len();
-    assert!(from.read_until(b'\n', into).expect("read") > 0, "EOF before an answer");
-    let line = String::from_utf8_lossy(&into[start..]).trim_end().to_owned();
-    let fields: Vec<&str> = line.split(' ').collect();
-    if let [_, "blob" | "tree" | "commit" | "tag", size] = fields[..] {
-        let mut body = vec![0; size.parse::<usize>().expect("size") + 1];
-        from.read_exact(&mut body).expect("body");
-        into.extend_from_slice(&body);
-    }
 }

@@ -14,8 +14,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::util::{
-    CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, clean_git_env, escape, feed_stdin, git, read_all,
-    rev_parse, scratch_repo, wait_with_timeout,
+    CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, clean_git_env, escape, feed_stdin, git,
+    parse_responses, read_all, rev_parse, scratch_repo, wait_with_timeout,
 };
 
 const IDENT: &str = "C O Mitter <c@example.com> 1700000000 +0000";
@@ -465,7 +465,7 @@ fn interactive_mixed_stream() {
         }
     });
     let mut got = Vec::new();
-    let mut expected_replies = split_replies(&expected.stdout).into_iter();
+    let mut expected_replies = parse_responses(&expected.stdout).into_iter();
     for (text, replies) in &steps {
         stdin.write_all(text.as_bytes()).unwrap();
         stdin.flush().unwrap();
@@ -493,21 +493,4 @@ fn interactive_mixed_stream() {
     for query in [&["for-each-ref"][..], &["cat-file", "--batch-all-objects", "--batch-check"]] {
         assert_bytes_eq("interactive repository", &git_out(&git_repo, query), &git_out(&our_repo, query));
     }
-}
-
-/// git alone's stdout, one reply (a line, or a cat-blob answer with its payload) at a time.
-fn split_replies(mut bytes: &[u8]) -> Vec<Vec<u8>> {
-    let mut replies = Vec::new();
-    while !bytes.is_empty() {
-        let lf = bytes.iter().position(|&b| b == b'\n').expect("LF") + 1;
-        let header = std::str::from_utf8(&bytes[..lf - 1]).expect("ascii");
-        let len = match header.split(' ').collect::<Vec<_>>()[..] {
-            // An `ls` line has a mode first, a cat-blob header the id.
-            [id, "blob", size] if id.len() >= 40 => lf + size.parse::<usize>().expect("size") + 1,
-            _ => lf,
-        };
-        replies.push(bytes[..len].to_vec());
-        bytes = &bytes[len..];
-    }
-    replies
 }

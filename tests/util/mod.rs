@@ -216,32 +216,33 @@ pub fn cat_blob_stream<S: AsRef<str>>(ids: &[S]) -> Vec<u8> {
     stream
 }
 
-/// Reads one complete `cat-blob` response: `<hex> missing\n`, or `<hex> blob <size>\n` + size bytes + `\n`.
-/// Returns its bytes. The one response parser of the tests: over a pipe (an interactive frontend) or a buffer.
+/// Reads one complete response: an object's answer (`<hex> <type> <size>\n` + size bytes + `\n`, from `cat-blob`
+/// or `git cat-file --batch`), or any other line (`<hex> missing`, a `get-mark` id, an `ls` entry, a `progress` line). Returns its bytes. The one response
+/// parser of the tests: over a pipe (an interactive frontend) or a buffer.
 pub fn read_response(from: &mut impl BufRead) -> io::Result<Vec<u8>> {
     let mut reply = Vec::new();
     if from.read_until(b'\n', &mut reply)? == 0 || !reply.ends_with(b"\n") {
         return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("EOF in header {:?}", escape(&reply))));
     }
-    let header = std::str::from_utf8(&reply[..reply.len() - 1])
-        .map_err(|_| io::Error::other(format!("non-ASCII header {}", escape(&reply))))?;
-    match header.split(' ').collect::<Vec<_>>().as_slice() {
-        [_, "missing"] => Ok(reply),
-        [_, "blob", size] => {
-            let size: usize = size.parse().map_err(|_| io::Error::other(format!("bad size in {header:?}")))?;
+    let fields: Vec<&[u8]> = reply[..reply.len() - 1].split(|&b| b == b' ').collect();
+    match fields.as_slice() {
+        // An `ls` entry (`<mode> blob <hex>\t<path>`) has a mode where an object's answer has its id.
+        [id, b"blob" | b"tree" | b"commit" | b"tag", size] if id.len() >= 40 => {
+            let size = std::str::from_utf8(size).ok().and_then(|size| size.parse::<usize>().ok());
+            let size = size.ok_or_else(|| io::Error::other(format!("bad size in {}", escape(&reply))))?;
             let start = reply.len();
             reply.resize(start + size + 1, 0);
             from.read_exact(&mut reply[start..])?;
             if reply.last() != Some(&b'\n') {
-                return Err(io::Error::other("a blob's payload does not end in LF"));
+                return Err(io::Error::other("an object's payload does not end in LF"));
             }
             Ok(reply)
         }
-        _ => Err(io::Error::other(format!("unexpected header {header:?}"))),
+        _ => Ok(reply),
     }
 }
 
-/// Splits a sequence of `cat-blob` responses (the oracle's output, trusted) into each response's bytes.
+/// Splits a sequence of responses (the oracle's output, trusted) into each response's bytes.
 pub fn parse_responses(mut bytes: &[u8]) -> Vec<Vec<u8>> {
     let mut responses = Vec::new();
     while !bytes.is_empty() {
