@@ -392,7 +392,8 @@ fn server_connect_dies_by_sigpipe_like_cat_blobd() {
     let stream = format!("blob\nmark :1\ndata 3\nabc\n{}", format!("cat-blob {}\n", five_mib()).repeat(8));
     let dir = TempDir::new("sigpipe-marks");
     for (what, args) in [
-        ("direct", vec!["--git-dir".into(), fixture.git_dir().display().to_string()]),
+        // Read-only as the daemon is: cat-blobd alone may hand the exported blob to git, which writes the fixture.
+        ("direct", vec!["--git-dir".into(), fixture.git_dir().display().to_string(), "--read-only".into()]),
         ("connect", vec!["connect".into(), "--socket".into(), daemon.socket.display().to_string()]),
     ] {
         let mut cmd = Command::new(CAT_BLOBD);
@@ -433,7 +434,8 @@ fn server_connect_dies_by_sigpipe_on_a_broken_stderr_too() {
     let daemon = Daemon::start(&fixture.git_dir(), &[]);
     let stream = format!("cat-blob {}\n", rev_parse(fixture, "HEAD:README.md"));
     for (what, args) in [
-        ("direct", vec!["--git-dir".into(), fixture.git_dir().display().to_string()]),
+        // Read-only as the daemon is: cat-blobd alone may hand the exported blob to git, which writes the fixture.
+        ("direct", vec!["--git-dir".into(), fixture.git_dir().display().to_string(), "--read-only".into()]),
         ("connect", vec!["connect".into(), "--socket".into(), daemon.socket.display().to_string()]),
     ] {
         let (read_end, write_end) = rustix::pipe::pipe().unwrap();
@@ -722,10 +724,15 @@ fn server_sigterm_lets_open_streams_finish_then_exits_0() {
 
     let mut child = spawn_connect(&daemon.socket, &["--quiet"], Stdio::piped(), Stdio::piped());
     let mut stdin = child.stdin.take().unwrap();
-    let stdout = read_all(child.stdout.take().unwrap());
+    let mut connect_out = child.stdout.take().unwrap();
     let stderr = read_all(child.stderr.take().unwrap());
     stdin.write_all(&stream[..half]).unwrap();
-    daemon.wait_for_stat("connections_open", 3);
+    // Both streams are past their hello once each has answered something (a connection still in its hello at
+    // the signal is told the daemon is shutting down).
+    let (mut plain_first, mut connect_first) = ([0u8; 1], [0u8; 1]);
+    (&conn).read_exact(&mut plain_first).expect("the plain stream's first byte");
+    connect_out.read_exact(&mut connect_first).expect("the connect stream's first byte");
+    let stdout = read_all(connect_out);
 
     daemon.signal(rustix::process::Signal::TERM);
     daemon.wait_for_log("shutdown open=2");
@@ -734,7 +741,7 @@ fn server_sigterm_lets_open_streams_finish_then_exits_0() {
 
     (&conn).write_all(&stream[half..]).unwrap();
     conn.shutdown(Shutdown::Write).unwrap();
-    let mut got = Vec::new();
+    let mut got = plain_first.to_vec();
     (&conn).read_to_end(&mut got).expect("the plain stream ends within the wait");
     assert_bytes_eq("plain stream across SIGTERM", &expected, &got);
 
@@ -742,7 +749,8 @@ fn server_sigterm_lets_open_streams_finish_then_exits_0() {
     drop(stdin);
     let status = crate::util::wait_with_timeout(&mut child, WAIT, "connect".as_ref());
     assert!(status.success(), "{status}: {}", escape(&stderr.join().unwrap()));
-    assert_bytes_eq("connect stream across SIGTERM", &expected, &stdout.join().unwrap());
+    let got = [&connect_first[..], &stdout.join().unwrap()].concat();
+    assert_bytes_eq("connect stream across SIGTERM", &expected, &got);
 
     assert!(daemon.wait().success(), "{}", daemon.log());
     assert!(daemon.log().contains(" cut=0 abandoned=0"), "{}", daemon.log());

@@ -248,7 +248,8 @@ fn hardening_marks_files_get_the_clients_umask() {
         assert!(status.success(), "{status}");
         std::fs::metadata(dir.join("m")).unwrap().permissions().mode() & 0o777
     };
-    let direct_mode = run(vec!["--git-dir".into(), fixture.git_dir().into()], here.path());
+    // Read-only as the daemon is: cat-blobd alone would have git write the exported blob into the fixture.
+    let direct_mode = run(vec!["--git-dir".into(), fixture.git_dir().into(), "--read-only".into()], here.path());
     let connect_mode = run(vec!["connect".into(), "--socket".into(), daemon.socket.clone().into()], there.path());
     assert_eq!(direct_mode, 0o600);
     assert_eq!(connect_mode, direct_mode);

@@ -212,12 +212,15 @@ impl ExportGate {
     }
 
     /// Lets no export begin from now on, and waits for those in progress to end.
-    pub(crate) fn close_and_wait(&self) {
+    /// Lets no export begin from now on and waits for those in progress; true if there were any.
+    pub(crate) fn close_and_wait(&self) -> bool {
         let mut state = self.lock();
         state.0 = true;
+        let waited = state.1 > 0;
         while state.1 > 0 {
             state = self.idle.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
         }
+        waited
     }
 }
 

@@ -263,7 +263,11 @@ fn stop(state: &State, shutdown: &Shutdown, grace: Duration) -> Result<(), Serve
     }
     // A marks file being written is finished, whatever the time: leaving its lock (or nothing) behind would lose
     // it. Streams that get to their export after this point do not write it, as if the process had died first.
-    EXPORTS.close_and_wait();
+    if EXPORTS.close_and_wait() {
+        // The streams that were exporting still have to send their exit status: without it their `connect`
+        // reports a daemon that closed the connection, though the marks file is there.
+        wait_for_connections(state, shutdown, CUT_WAIT, || false);
+    }
     // Connections still open now are stuck writing to a client that does not read; they end with the process.
     let abandoned: Vec<(u64, Arc<Handle>)> =
         state.registry().iter().map(|(id, handle)| (*id, Arc::clone(handle))).collect();
