@@ -153,6 +153,16 @@ impl BodyWriter<'_> {
             _ => self.hash_after_the_fact()?,
         }
         .map_err(|err| StreamBlobError::Hash(err.to_string()))?;
+        if self.blobs.blobs.contains_key(&id) {
+            // The same id is the same bytes: keep the copy already stored and give back what this one took. The
+            // body is the last thing in the spill file, so cutting the file there frees it.
+            if let Some(offset) = self.spilled_from {
+                let file = self.blobs.spill_file()?;
+                file.set_len(offset).map_err(StreamBlobError::Spill)?;
+                self.blobs.spill_len = offset;
+            }
+            return Ok(id);
+        }
         let stored = match self.spilled_from {
             Some(offset) => Stored::Spilled { offset, len: self.len },
             None => {
@@ -160,9 +170,7 @@ impl BodyWriter<'_> {
                 Stored::Memory(Arc::new(std::mem::take(&mut self.memory)))
             }
         };
-        if let Some(Stored::Memory(old)) = self.blobs.blobs.insert(id, stored) {
-            self.blobs.memory_used -= old.len();
-        }
+        self.blobs.blobs.insert(id, stored);
         Ok(id)
     }
 
@@ -213,6 +221,22 @@ mod tests {
                 assert_eq!(blobs.get(&hello).unwrap().unwrap().as_slice(), b"hello\n");
                 assert_eq!(blobs.get(&empty).unwrap().unwrap().as_slice(), b"");
             }
+        }
+    }
+
+    #[test]
+    fn a_blob_defined_again_takes_no_more_room() {
+        for budget in [0, 1 << 20] {
+            let mut blobs = StreamBlobs::new(budget);
+            let id = store(&mut blobs, b"the same bytes", true, 4);
+            let (spilled, memory) = (blobs.spill_len, blobs.memory_used);
+            for announce in [true, false] {
+                assert_eq!(store(&mut blobs, b"the same bytes", announce, 3), id);
+                assert_eq!((blobs.spill_len, blobs.memory_used), (spilled, memory), "budget {budget}");
+            }
+            let other = store(&mut blobs, b"other", true, 5);
+            assert_eq!(blobs.get(&id).unwrap().unwrap().as_slice(), b"the same bytes");
+            assert_eq!(blobs.get(&other).unwrap().unwrap().as_slice(), b"other");
         }
     }
 
