@@ -36,8 +36,6 @@ trap cleanup EXIT
 . "$here/benches/common.sh"
 
 # The streams: REQUESTS blob ids each, walking the repository's blob list.
-GIT_DIR=$git_dir git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' \
-    | awk '$1 == "blob" { print $2 }' >"$work/blobs"
 mkdir "$work/streams"
 awk -v streams="$streams" -v requests="$requests" -v dir="$work/streams" '
     { ids[n++] = $0 }

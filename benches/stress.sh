@@ -32,8 +32,6 @@ trap cleanup EXIT
 . "$here/benches/common.sh"
 
 # 32 streams of 40 cat-blob requests each (the repository's blobs in turn), and git's answers to them.
-GIT_DIR=$git_dir git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' \
-    | awk '$1 == "blob" { print $2 }' >"$work/blobs"
 mkdir "$work/streams"
 awk -v dir="$work/streams" '
     { ids[n++] = $0 }
