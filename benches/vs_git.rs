@@ -29,7 +29,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use report::{LatencyResult, Meta, OrderResult, Report};
 use requests::Order;
 use rng::Rng;
-use run::{Latency, Probe, Setup, Tool};
+use run::{Git, Kind, Latency, Output, Probe, Setup, Tool};
 
 /// Requests not timed at the start of each ping-pong session (process start-up, index loading).
 const LATENCY_WARMUP: usize = 50;
@@ -51,9 +51,14 @@ struct Args {
     /// Request orders to measure.
     #[arg(long, value_delimiter = ',', default_value = "pack,history,random")]
     orders: Vec<Order>,
-    /// Tools to run; the first of them that is cat-blobd, else the first listed, is the ratio baseline.
+    /// Tools to run; the first of them that is cat-blobd, else the first listed, is the ratio baseline. git's tools
+    /// run once per `--git`.
     #[arg(long, value_delimiter = ',', default_value = "cat-blobd,cat-blobd-cat-file,fast-import,cat-file")]
-    tools: Vec<Tool>,
+    tools: Vec<Kind>,
+    /// A git binary to compare against (repeatable, e.g. the installed git and one built from git's current
+    /// source) [default: `git` on PATH].
+    #[arg(long, value_name = "PATH")]
+    git: Vec<PathBuf>,
     /// Small blobs asked one at a time for the latency figures (0: skip) [default: 2000; --quick: 300].
     #[arg(long, value_name = "N")]
     latency: Option<usize>,
@@ -93,20 +98,24 @@ fn bench(args: Args) -> Result<()> {
     let count = args.count.unwrap_or(if args.quick { 2_000 } else { 100_000 }).max(1);
     let runs = args.runs.unwrap_or(if args.quick { 3 } else { 5 }).max(1);
     let latency_count = args.latency.unwrap_or(if args.quick { 300 } else { 2_000 });
+    let gits = gits(&args.git)?;
+    run::name_gits(&gits);
     let mut tools: Vec<Tool> = Vec::new();
-    for &tool in &args.tools {
-        if !tools.contains(&tool) {
-            tools.push(tool);
+    for &kind in &args.tools {
+        let of_kind: Vec<Tool> = match kind.is_git() {
+            true => (0..gits.len()).map(|git| Tool { kind, git }).collect(),
+            false => vec![Tool::cat_blobd(kind)],
+        };
+        for tool in of_kind {
+            if !tools.contains(&tool) {
+                tools.push(tool);
+            }
         }
     }
-    let baseline = if tools.contains(&Tool::CatBlobd) { Tool::CatBlobd } else { tools[0] };
+    let baseline = tools.iter().copied().find(|t| t.kind == Kind::CatBlobd).unwrap_or(tools[0]);
 
     // The binary under test first: fail before a long corpus build, not after.
-    let cat_blobd = if tools.iter().any(|t| matches!(t, Tool::CatBlobd | Tool::CatBlobdCatFile)) {
-        Some(locate_cat_blobd(&target)?)
-    } else {
-        None
-    };
+    let cat_blobd = if tools.iter().any(|t| !t.kind.is_git()) { Some(locate_cat_blobd(&target)?) } else { None };
 
     let (git_dir, corpus) = match &args.git_dir {
         Some(dir) => (absolute_git_dir(dir)?, None),
@@ -150,6 +159,7 @@ fn bench(args: Args) -> Result<()> {
         git_dir: git_dir.clone(),
         scratch: work.join("fast-import-scratch.git"),
         cat_blobd: cat_blobd.clone(),
+        gits,
         cat_blobd_args: args.cat_blobd_arg.clone(),
         time: Some(PathBuf::from("/usr/bin/time")).filter(|p| p.exists()),
         strace: if args.no_strace { None } else { which("strace") },
@@ -187,7 +197,7 @@ fn bench(args: Args) -> Result<()> {
         Rng::new(7).shuffle(&mut small);
         small.truncate(latency_count + LATENCY_WARMUP);
         if small.len() > LATENCY_WARMUP {
-            for &tool in &tools {
+            for &tool in tools.iter().filter(|t| t.kind.output() == Output::Response) {
                 eprintln!("latency: {} ping-pong over {} small blobs", tool.label(), small.len() - LATENCY_WARMUP);
                 latency.push(measure_latency(&setup, tool, &small)?);
             }
@@ -200,7 +210,7 @@ fn bench(args: Args) -> Result<()> {
         meta: Meta {
             git_dir: git_dir.display().to_string(),
             corpus,
-            git_version: git::version()?,
+            git_versions: setup.gits.iter().map(|g| format!("{} ({})", g.version, g.path.display())).collect(),
             cat_blobd: cat_blobd.map(|p| p.display().to_string()),
             cat_blobd_args: args.cat_blobd_arg.clone(),
             baseline,
@@ -239,26 +249,30 @@ fn measure_order(
     let input = |tool: Tool| if tool.speaks_fast_import() { &stream.fast_import } else { &stream.ids };
     let order = stream.order.name();
     let check_bytes = |tool: Tool, bytes: u64| -> Result<()> {
-        if bytes != stream.expected_bytes {
+        let expected = match tool.kind.output() {
+            Output::Response => stream.expected_bytes,
+            Output::Header => stream.expected_header_bytes,
+        };
+        if bytes != expected {
             bail!(
-                "WRONG OUTPUT: {} wrote {bytes} bytes for the {order}-order stream, expected {} \
+                "WRONG OUTPUT: {} wrote {bytes} bytes for the {order}-order stream, expected {expected} \
                  (request file {})",
                 tool.label(),
-                stream.expected_bytes,
                 input(tool).display()
             );
         }
         Ok(())
     };
 
-    let mut reference: Option<(Tool, u64)> = None;
+    // Tools that write the same kind of output must write the same bytes.
+    let mut references: Vec<(Output, Tool, u64)> = Vec::new();
     for &tool in tools {
         step(bar, format!("{order}: {} verify", tool.label()));
         let m = run::batch(setup, tool, input(tool), Probe::Checksum)?;
         check_bytes(tool, m.bytes)?;
         let sum = m.checksum.expect("checksummed run");
-        match reference {
-            None => reference = Some((tool, sum)),
+        match references.iter().find(|r| r.0 == tool.kind.output()).map(|r| (r.1, r.2)) {
+            None => references.push((tool.kind.output(), tool, sum)),
             Some((first, expected)) if expected != sum => bail!(
                 "WRONG OUTPUT: {} and {} wrote the same number of bytes with different contents for the {order}-order \
                  stream (checksums {expected:016x} vs {sum:016x}; request file {})",
@@ -355,6 +369,18 @@ fn locate_cat_blobd(target: &Path) -> Result<PathBuf> {
         );
     }
     Ok(path)
+}
+
+/// The `--git` binaries (default: `git` on PATH), each with its version.
+fn gits(paths: &[PathBuf]) -> Result<Vec<Git>> {
+    let paths = if paths.is_empty() { vec![PathBuf::from("git")] } else { paths.to_vec() };
+    paths
+        .into_iter()
+        .map(|path| {
+            let version = git::version(&path)?;
+            Ok(Git { path, version })
+        })
+        .collect()
 }
 
 fn absolute_git_dir(dir: &Path) -> Result<PathBuf> {

@@ -118,7 +118,7 @@ pub fn ensure(target_dir: &Path, shape: &Shape) -> Result<Corpus> {
     let depths: Vec<u32> = inventory.blobs.iter().map(|b| b.depth).collect();
     let info = CorpusInfo {
         tag,
-        git_version: git::version()?,
+        git_version: git::version(Path::new("git"))?,
         commits,
         blobs_written,
         blobs: inventory.blobs.len(),

@@ -40,7 +40,9 @@ pub fn output(cmd: &mut Command) -> Result<Vec<u8>> {
     Ok(out.stdout)
 }
 
-pub fn version() -> Result<String> {
-    let out = output(Command::new("git").arg("--version"))?;
-    Ok(String::from_utf8_lossy(&out).trim().to_string())
+/// The version `git --version` prints (`2.47.3` of `git version 2.47.3`).
+pub fn version(git: &Path) -> Result<String> {
+    let out = output(Command::new(git).arg("--version"))?;
+    let text = String::from_utf8_lossy(&out);
+    Ok(text.trim().trim_start_matches("git version ").to_string())
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::corpus::CorpusInfo;
 use crate::requests::Order;
-use crate::run::{Latency, Measurement, Tool};
+use crate::run::{Kind, Latency, Measurement, Tool};
 
 #[derive(Serialize)]
 pub struct Report {
@@ -24,7 +24,8 @@ pub struct Report {
 pub struct Meta {
     pub git_dir: String,
     pub corpus: Option<CorpusInfo>,
-    pub git_version: String,
+    /// `git --version` of each git compared against.
+    pub git_versions: Vec<String>,
     pub cat_blobd: Option<String>,
     pub cat_blobd_args: Vec<String>,
     /// Ratios divide each tool's median wall time by this tool's.
@@ -160,19 +161,19 @@ pub fn table(report: &Report) -> String {
         meta.cores,
         meta.load_before,
         meta.load_after,
-        meta.git_version,
+        meta.git_versions.join(", "),
     );
     let ratio_header = format!("÷ {}", meta.baseline.label());
     let _ = writeln!(
         out,
-        "{:<8} {:<16} {:>8} {:>17} {:>7} {:>7} {:>9} {:>8} {:>16} {:>11}",
+        "{:<8} {:<32} {:>8} {:>17} {:>7} {:>7} {:>9} {:>8} {:>16} {:>11}",
         "order", "tool", "wall s", "(min–max)", "user s", "sys s", "RSS MiB", "MB/s", ratio_header, "writes/resp"
     );
     for order in &report.batch {
         for t in &order.tools {
             let _ = writeln!(
                 out,
-                "{:<8} {:<16} {:>8.3} {:>17} {:>7} {:>7} {:>9} {:>8.0} {:>16} {:>11}",
+                "{:<8} {:<32} {:>8.3} {:>17} {:>7} {:>7} {:>9} {:>8.0} {:>16} {:>11}",
                 order.order.name(),
                 t.tool.label(),
                 t.median_wall_secs,
@@ -189,7 +190,7 @@ pub fn table(report: &Report) -> String {
     for l in &report.latency {
         let _ = writeln!(
             out,
-            "latency  {:<16} p50 {:>8.1} µs  p99 {:>8.1} µs  mean {:>8.1} µs  over {} requests  p50 {} {:.2}×  writes/resp {}",
+            "latency  {:<32} p50 {:>8.1} µs  p99 {:>8.1} µs  mean {:>8.1} µs  over {} requests  p50 {} {:.2}×  writes/resp {}",
             l.tool.label(),
             l.latency.p50_us,
             l.latency.p99_us,
@@ -236,22 +237,31 @@ fn chart(report: &Report, path: &Path) -> Result<()> {
     }
     // Horizontal lines over a range of bars: (first bar, end bar, level, legend, colour).
     let mut levels = vec![(0, bars.len(), 1.0, "1×", BLACK)];
-    if baseline == Tool::CatBlobd {
+    if baseline.kind == Kind::CatBlobd {
         levels.push((0, throughput_bars, 4.0, "target 4× (throughput)", RED));
         levels.push((throughput_bars, bars.len(), 2.0, "target 2× (latency p50)", MAGENTA));
     }
     levels.retain(|&(start, end, ..)| start < end);
     let highest = levels.iter().map(|l| l.2).fold(1.0, f64::max);
     let top = bars.iter().map(|b| b.2).fold(highest, f64::max) * 1.35;
-    let tools: Vec<Tool> = [Tool::CatBlobd, Tool::CatBlobdCatFile, Tool::FastImport, Tool::CatFile]
-        .into_iter()
-        .filter(|&t| bars.iter().any(|b| b.1 == t))
-        .collect();
-    let colour = |tool: Tool| match tool {
-        Tool::FastImport => RGBColor(0x3b, 0x6e, 0xa8),
-        Tool::CatFile => RGBColor(0xe0, 0x8a, 0x2c),
-        Tool::CatBlobd => RGBColor(0x4c, 0x9a, 0x4c),
-        Tool::CatBlobdCatFile => RGBColor(0x8a, 0x5c, 0xb8),
+    let mut tools: Vec<Tool> = Vec::new();
+    for bar in &bars {
+        if !tools.contains(&bar.1) {
+            tools.push(bar.1);
+        }
+    }
+    // One hue per kind; a second git's bars are lighter.
+    let colour = |tool: Tool| {
+        let RGBColor(r, g, b) = match tool.kind {
+            Kind::FastImport => RGBColor(0x3b, 0x6e, 0xa8),
+            Kind::CatFile => RGBColor(0xe0, 0x8a, 0x2c),
+            Kind::CatFileCheck => RGBColor(0xc0, 0x50, 0x50),
+            Kind::CatBlobd => RGBColor(0x4c, 0x9a, 0x4c),
+            Kind::CatBlobdCatFile => RGBColor(0x8a, 0x5c, 0xb8),
+            Kind::CatBlobdCatFileCheck => RGBColor(0x50, 0x9a, 0xa0),
+        };
+        let lighten = |c: u8| c.saturating_add(((255 - u32::from(c)) * tool.git.min(2) as u32 / 3) as u8);
+        RGBColor(lighten(r), lighten(g), lighten(b))
     };
 
     let root = SVGBackend::new(path, (120 + 90 * bars.len().max(1) as u32, 480)).into_drawing_area();

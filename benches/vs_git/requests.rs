@@ -132,6 +132,8 @@ pub struct Requests {
     pub ids: PathBuf,
     /// The exact number of bytes a correct answer has: `<id> blob <size>\n<payload>\n` each.
     pub expected_bytes: u64,
+    /// What `--batch-check` writes for the same ids.
+    pub expected_header_bytes: u64,
 }
 
 /// The first `count` blobs in pack order, as indexes into the inventory.
@@ -156,12 +158,18 @@ pub fn build(git_dir: &Path, inventory: &Inventory, set: &[usize], order: Order,
     write_lines(&fast_import, &blobs, inventory, "cat-blob ")?;
     write_lines(&ids, &blobs, inventory, "")?;
     let expected_bytes = blobs.iter().map(|&i| response_len(&inventory.blobs[i])).sum();
-    Ok(Requests { order, blobs, fast_import, ids, expected_bytes })
+    let expected_header_bytes = blobs.iter().map(|&i| header_len(&inventory.blobs[i])).sum();
+    Ok(Requests { order, blobs, fast_import, ids, expected_bytes, expected_header_bytes })
 }
 
+/// The bytes of `<oid> blob <size>\n<payload>\n`.
 pub fn response_len(blob: &Blob) -> u64 {
-    let header = format!("{} blob {}\n", blob.oid, blob.size);
-    header.len() as u64 + blob.size + 1
+    header_len(blob) + blob.size + 1
+}
+
+/// The bytes of `<oid> blob <size>\n`, all that `--batch-check` writes.
+pub fn header_len(blob: &Blob) -> u64 {
+    format!("{} blob {}\n", blob.oid, blob.size).len() as u64
 }
 
 fn write_lines(path: &Path, blobs: &[usize], inventory: &Inventory, prefix: &str) -> Result<()> {

@@ -15,36 +15,110 @@ use serde::Serialize;
 
 use crate::git;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-pub enum Tool {
+/// What a tool is, as `--tools` names it; [`Tool`] adds which git runs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
     #[value(name = "cat-blobd")]
-    #[serde(rename = "cat-blobd")]
     CatBlobd,
     #[value(name = "fast-import")]
-    #[serde(rename = "git fast-import")]
     FastImport,
+    /// `git cat-file --batch` (with `--buffer` in batch runs).
     #[value(name = "cat-file")]
-    #[serde(rename = "git cat-file")]
     CatFile,
     /// `cat-blobd cat-file --batch` (with `--buffer` in batch runs), on the same id lists as git cat-file.
     #[value(name = "cat-blobd-cat-file")]
-    #[serde(rename = "cat-blobd cat-file")]
     CatBlobdCatFile,
+    /// `git cat-file --batch-check --buffer`: type and size only.
+    #[value(name = "cat-file-check")]
+    CatFileCheck,
+    /// `cat-blobd cat-file --batch-check --buffer`.
+    #[value(name = "cat-blobd-cat-file-check")]
+    CatBlobdCatFileCheck,
+}
+
+impl Kind {
+    /// Whether git runs it (once per `--git`), rather than cat-blobd.
+    pub fn is_git(self) -> bool {
+        matches!(self, Kind::FastImport | Kind::CatFile | Kind::CatFileCheck)
+    }
+
+    /// What it writes for each blob: the whole response, or the header line alone.
+    pub fn output(self) -> Output {
+        match self {
+            Kind::CatFileCheck | Kind::CatBlobdCatFileCheck => Output::Header,
+            _ => Output::Response,
+        }
+    }
+}
+
+/// The bytes a tool writes per blob: tools with the same output must agree byte for byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// `<oid> blob <size>\n<payload>\n`.
+    Response,
+    /// `<oid> blob <size>\n`.
+    Header,
+}
+
+/// One measured program: a kind, and for git's kinds which of the `--git` binaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tool {
+    pub kind: Kind,
+    /// Index into [`Setup::gits`]; 0 for cat-blobd.
+    pub git: usize,
+}
+
+/// A git binary to compare against, and its name in the tables.
+pub struct Git {
+    pub path: PathBuf,
+    /// `git --version`'s version, e.g. `2.47.3`.
+    pub version: String,
+}
+
+/// Tool labels, set once the gits are known: "git fast-import", or "git 2.47.3 fast-import" when several gits run.
+static GIT_LABELS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Names the gits in labels (by version, or by path when two share one) when there is more than one.
+pub fn name_gits(gits: &[Git]) {
+    let labels = gits
+        .iter()
+        .map(|git| match gits.len() {
+            1 => "git".to_string(),
+            _ if gits.iter().filter(|other| other.version == git.version).count() > 1 => {
+                format!("git({})", git.path.display())
+            }
+            _ => format!("git {}", git.version),
+        })
+        .collect();
+    let _ = GIT_LABELS.set(labels);
 }
 
 impl Tool {
-    pub fn label(self) -> &'static str {
-        match self {
-            Tool::CatBlobd => "cat-blobd",
-            Tool::FastImport => "git fast-import",
-            Tool::CatFile => "git cat-file",
-            Tool::CatBlobdCatFile => "cat-blobd cat-file",
+    pub fn cat_blobd(kind: Kind) -> Tool {
+        Tool { kind, git: 0 }
+    }
+
+    pub fn label(self) -> String {
+        let git = || GIT_LABELS.get().and_then(|labels| labels.get(self.git)).map_or("git", String::as_str);
+        match self.kind {
+            Kind::CatBlobd => "cat-blobd".to_string(),
+            Kind::FastImport => format!("{} fast-import", git()),
+            Kind::CatFile => format!("{} cat-file", git()),
+            Kind::CatFileCheck => format!("{} cat-file --batch-check", git()),
+            Kind::CatBlobdCatFile => "cat-blobd cat-file".to_string(),
+            Kind::CatBlobdCatFileCheck => "cat-blobd cat-file --batch-check".to_string(),
         }
     }
 
     /// Whether requests are `cat-blob <id>` lines (else bare ids).
     pub fn speaks_fast_import(self) -> bool {
-        !matches!(self, Tool::CatFile | Tool::CatBlobdCatFile)
+        matches!(self.kind, Kind::CatBlobd | Kind::FastImport)
+    }
+}
+
+impl Serialize for Tool {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.label())
     }
 }
 
@@ -54,6 +128,8 @@ pub struct Setup {
     /// A throwaway bare repository borrowing the corpus objects: git fast-import writes into its repository.
     pub scratch: PathBuf,
     pub cat_blobd: Option<PathBuf>,
+    /// The gits to compare against (`--git`, else the `git` on PATH).
+    pub gits: Vec<Git>,
     pub cat_blobd_args: Vec<String>,
     pub time: Option<PathBuf>,
     pub strace: Option<PathBuf>,
@@ -79,35 +155,29 @@ impl Setup {
     /// argv of `tool` in batch (`interactive == false`) or ping-pong mode.
     fn argv(&self, tool: Tool, interactive: bool) -> Result<Vec<OsString>> {
         let mut argv: Vec<OsString> = Vec::new();
-        match tool {
-            Tool::CatBlobd => {
-                let exe = self.cat_blobd.as_ref().context("cat-blobd binary not set")?;
-                argv.push(exe.into());
+        if tool.kind.is_git() {
+            let git = self.gits.get(tool.git).context("no such git")?;
+            let repository = if tool.kind == Kind::FastImport { &self.scratch } else { &self.git_dir };
+            argv.extend([git.path.clone().into(), "--git-dir".into(), repository.clone().into()]);
+        } else {
+            argv.push(self.cat_blobd.as_ref().context("cat-blobd binary not set")?.into());
+        }
+        match tool.kind {
+            Kind::CatBlobd => {
                 argv.push("--git-dir".into());
                 argv.push(self.git_dir.clone().into());
                 argv.push("--quiet".into());
                 argv.extend(self.cat_blobd_args.iter().map(OsString::from));
             }
-            Tool::FastImport => {
-                argv.extend(["git".into(), "--git-dir".into(), self.scratch.clone().into()]);
-                argv.extend(["fast-import", "--quiet", "--cat-blob-fd=1"].map(OsString::from));
+            Kind::FastImport => argv.extend(["fast-import", "--quiet", "--cat-blob-fd=1"].map(OsString::from)),
+            // cat-blobd cat-file takes git cat-file's flags only: the repository comes from GIT_DIR (see `command`).
+            Kind::CatFile | Kind::CatBlobdCatFile => argv.extend(["cat-file", "--batch"].map(OsString::from)),
+            Kind::CatFileCheck | Kind::CatBlobdCatFileCheck => {
+                argv.extend(["cat-file", "--batch-check"].map(OsString::from))
             }
-            Tool::CatFile => {
-                argv.extend(["git".into(), "--git-dir".into(), self.git_dir.clone().into()]);
-                argv.extend(["cat-file", "--batch"].map(OsString::from));
-                if !interactive {
-                    argv.push("--buffer".into());
-                }
-            }
-            Tool::CatBlobdCatFile => {
-                // git cat-file's flags only: the repository comes from GIT_DIR (see `command`).
-                let exe = self.cat_blobd.as_ref().context("cat-blobd binary not set")?;
-                argv.push(exe.into());
-                argv.extend(["cat-file", "--batch"].map(OsString::from));
-                if !interactive {
-                    argv.push("--buffer".into());
-                }
-            }
+        }
+        if !interactive && !tool.speaks_fast_import() {
+            argv.push("--buffer".into());
         }
         Ok(argv)
     }
@@ -123,7 +193,7 @@ impl Setup {
     }
 
     fn log_path(&self, tool: Tool) -> PathBuf {
-        self.logs.join(format!("{}.stderr", tool.label().replace(' ', "-")))
+        self.logs.join(format!("{}.stderr", tool.label().replace([' ', '/', '(', ')'], "-")))
     }
 }
 
