@@ -74,10 +74,10 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
         common_dir: &repo.common_dir,
         quote_path: repo.config.quote_path,
         compat_object_format: repo.compat_object_format,
-        delta_cache_size: usize::try_from(defaults.delta_cache_size).unwrap_or(usize::MAX),
+        cache: stream.cache,
         engine: stream.engine,
     };
-    ExitCode::from(cat_file::run(args, &cat_file_repo, stdin))
+    ExitCode::from(cat_file::run(args, &cat_file_repo, cat_file::Io::process(), stdin).code)
 }
 
 /// The daemon's three commands: `serve`, `connect` and `stats`.
