@@ -145,7 +145,7 @@ impl Mode {
             Some("serve") => Mode::Serve,
             Some("connect") => Mode::Connect,
             Some("stats") => Mode::Stats,
-            Some("cat-file") => Mode::CatFile,
+            Some(CAT_FILE) => Mode::CatFile,
             _ => Mode::Stream,
         }
     }
@@ -215,16 +215,19 @@ pub struct ServeCli {
     pub stream: Cli,
 }
 
-/// Runs one fast-import stream through a `cat-blobd serve` daemon, as a drop-in for `cat-blobd`.
+/// Runs one fast-import stream through a `cat-blobd serve` daemon, as a drop-in for `cat-blobd`; or, with `cat-file`
+/// after connect's own flags, one `cat-blobd cat-file` run.
 ///
 /// Hands this process's stdin, stdout, stderr (and the fd --cat-blob-fd names) and its working directory to the
 /// daemon, which runs the stream straight on them; exits with the stream's status.
-/// The repository and cat-blobd's own settings are the daemon's.
+/// The repository, cat-blobd's own settings and the environment are the daemon's.
 #[derive(Debug, Parser)]
 #[command(
     name = "cat-blobd connect",
     version,
-    after_help = "Every other flag is git fast-import's, passed to the daemon as `cat-blobd` would take it."
+    after_help = "Every other flag is git fast-import's, passed to the daemon as `cat-blobd` would take it. \
+                  `cat-file` after connect's own flags runs git cat-file's front end instead: everything after it \
+                  is git cat-file's, as for `cat-blobd cat-file`."
 )]
 pub struct ConnectCli {
     /// The daemon's socket.
@@ -237,35 +240,61 @@ pub struct ConnectCli {
     pub server_uid: Option<u32>,
 }
 
-/// `cat-blobd connect`'s command line: the socket, and git fast-import's flags in order.
+/// `cat-blobd connect`'s command line: the socket, and the stream's command line as the daemon runs it.
 #[derive(Debug)]
 pub struct ConnectArgs {
     pub cli: ConnectCli,
-    pub fast_import: Vec<Vec<u8>>,
+    /// git fast-import's flags in order; or the word `cat-file` and git cat-file's arguments, as given.
+    pub stream: Vec<Vec<u8>>,
 }
+
+/// The word that selects the cat-file front end, after `cat-blobd` or after `cat-blobd connect`'s own flags.
+pub const CAT_FILE: &str = "cat-file";
 
 /// Splits `cat-blobd connect`'s arguments (after the word `connect`). The usual command line (`--socket`, perhaps
 /// `--server-uid`, and git's flags) is read by hand: building clap's parser is most of what `connect` itself costs
 /// before its hello (see `benches/daemon.sh`). Anything else (`--help`, `--version`, one of the daemon's own flags,
-/// a missing, repeated or empty value) goes through clap, for its messages.
+/// a missing, repeated or empty value) goes through clap, for its messages. A first argument `cat-file` after
+/// connect's own flags ends them: it and everything after it are the cat-file run's, untouched.
 pub fn parse_connect(args: impl IntoIterator<Item = OsString>) -> Result<ConnectArgs, clap::Error> {
-    let args: Vec<OsString> = args.into_iter().collect();
-    if let Some(parsed) = parse_connect_by_hand(&args) {
-        return Ok(parsed);
+    let mut args: Vec<OsString> = args.into_iter().collect();
+    let cat_file = cat_file_at(&args).map(|at| args.split_off(at));
+    let mut parsed = match parse_connect_by_hand(&args) {
+        Some(parsed) => parsed,
+        None => parse_connect_with_clap(args)?,
+    };
+    if let Some(cat_file) = cat_file {
+        parsed.stream = cat_file.into_iter().map(OsString::into_vec).collect();
     }
-    parse_connect_with_clap(args)
+    Ok(parsed)
+}
+
+/// Where `cat-file` is, if it is the first argument that is not one of connect's own flags (or their values).
+fn cat_file_at(args: &[OsString]) -> Option<usize> {
+    let mut at = 0;
+    while let Some(arg) = args.get(at) {
+        let bytes = arg.as_bytes();
+        let name = bytes.split(|&b| b == b'=').next().unwrap_or_default();
+        let takes_value = [b"--socket".as_slice(), b"--server-uid"].contains(&name)
+            || OWN_VALUE_FLAGS.iter().any(|flag| flag.as_bytes() == name);
+        if !takes_value && !matches!(bytes, b"--help" | b"--version" | b"-V") {
+            return (bytes == CAT_FILE.as_bytes()).then_some(at);
+        }
+        at += if takes_value && name.len() == bytes.len() { 2 } else { 1 };
+    }
+    None
 }
 
 fn parse_connect_with_clap(args: Vec<OsString>) -> Result<ConnectArgs, clap::Error> {
     // cat-blobd's own flags go to clap too, which refuses them: they are the daemon's settings.
     let own_flags: Vec<&str> = OWN_VALUE_FLAGS.iter().copied().chain(["--socket", "--server-uid"]).collect();
-    let (own, fast_import) = split("cat-blobd connect", args, &own_flags, &[]);
-    Ok(ConnectArgs { cli: ConnectCli::try_parse_from(own)?, fast_import })
+    let (own, stream) = split("cat-blobd connect", args, &own_flags, &[]);
+    Ok(ConnectArgs { cli: ConnectCli::try_parse_from(own)?, stream })
 }
 
 /// What [`parse_connect_with_clap`] gives for a command line it accepts, or `None` to let clap decide.
 fn parse_connect_by_hand(args: &[OsString]) -> Option<ConnectArgs> {
-    let (mut socket, mut server_uid, mut fast_import) = (None, None, Vec::new());
+    let (mut socket, mut server_uid, mut stream) = (None, None, Vec::new());
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let bytes = arg.as_bytes();
@@ -285,12 +314,12 @@ fn parse_connect_by_hand(args: &[OsString]) -> Option<ConnectArgs> {
             b"--cat-blob-fd" if inline.is_none() => {
                 let mut joined = b"--cat-blob-fd=".to_vec();
                 joined.extend_from_slice(args.next()?.as_bytes());
-                fast_import.push(joined);
+                stream.push(joined);
             }
-            _ => fast_import.push(bytes.to_vec()),
+            _ => stream.push(bytes.to_vec()),
         }
     }
-    Some(ConnectArgs { cli: ConnectCli { socket: socket?, server_uid }, fast_import })
+    Some(ConnectArgs { cli: ConnectCli { socket: socket?, server_uid }, stream })
 }
 
 /// Prints a `cat-blobd serve` daemon's live counters, one `<name> <value>` per line.
@@ -362,7 +391,7 @@ mod tests {
         .unwrap();
         assert_eq!(args.cli.socket, PathBuf::from("/s"));
         let expected: Vec<&[u8]> = vec![b"--quiet", b"--cat-blob-fd=3", b"--export-marks=m"];
-        assert_eq!(args.fast_import, expected);
+        assert_eq!(args.stream, expected);
         assert!(parse_connect([OsString::from("--quiet")]).is_err(), "--socket is required");
         let daemon_setting = parse_connect(["--socket=/s", "--threads", "2"].into_iter().map(OsString::from));
         assert!(daemon_setting.is_err(), "--threads is the daemon's setting");
@@ -397,9 +426,38 @@ mod tests {
                 let by_clap = parse_connect_with_clap(args).unwrap_or_else(|err| panic!("{case:?}: clap: {err}"));
                 assert_eq!(by_hand.cli.socket, by_clap.cli.socket, "{case:?}");
                 assert_eq!(by_hand.cli.server_uid, by_clap.cli.server_uid, "{case:?}");
-                assert_eq!(by_hand.fast_import, by_clap.fast_import, "{case:?}");
+                assert_eq!(by_hand.stream, by_clap.stream, "{case:?}");
             }
         }
+    }
+
+    /// `cat-file` as the first argument after connect's own flags selects cat-file, whose arguments are then all
+    /// its own (connect's flags included); anywhere else it is a fast-import argument, as before.
+    #[test]
+    fn connect_cat_file_takes_everything_after_the_word() {
+        let parse = |args: &[&str]| parse_connect(args.iter().map(OsString::from));
+        let words = |args: &[&str]| args.iter().map(|arg| arg.as_bytes().to_vec()).collect::<Vec<_>>();
+        let cases: &[(&[&str], &[&str])] = &[
+            (&["--socket", "/s", "cat-file", "--batch"], &["cat-file", "--batch"]),
+            (
+                &["--socket=/s", "--server-uid", "7", "cat-file", "-p", "--socket", "x"],
+                &["cat-file", "-p", "--socket", "x"],
+            ),
+            (
+                &["--socket", "/s", "cat-file", "--cat-blob-fd", "3", "--threads=2"],
+                &["cat-file", "--cat-blob-fd", "3", "--threads=2"],
+            ),
+            (&["--socket", "/s", "--quiet", "cat-file"], &["--quiet", "cat-file"]),
+            (&["--socket", "cat-file", "x"], &["x"]),
+        ];
+        for (args, stream) in cases {
+            assert_eq!(parse(args).unwrap().stream, words(stream), "{args:?}");
+        }
+        assert_eq!(
+            parse(&["cat-file", "--socket", "/s"]).unwrap_err().kind(),
+            clap::error::ErrorKind::MissingRequiredArgument
+        );
+        assert!(parse(&["--socket=/s", "--socket=/t", "cat-file"]).is_err(), "connect's own flags still go to clap");
     }
 
     #[test]

@@ -74,10 +74,10 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
         common_dir: &repo.common_dir,
         quote_path: repo.config.quote_path,
         compat_object_format: repo.compat_object_format,
-        delta_cache_size: usize::try_from(defaults.delta_cache_size).unwrap_or(usize::MAX),
+        cache: stream.cache,
         engine: stream.engine,
     };
-    ExitCode::from(cat_file::run(args, &cat_file_repo, stdin))
+    ExitCode::from(cat_file::run(args, &cat_file_repo, cat_file::Io::process(), stdin).code)
 }
 
 /// The daemon's three commands: `serve`, `connect` and `stats`.
@@ -119,7 +119,7 @@ mod daemon {
     }
 
     fn serve(args: ServeCli) -> anyhow::Result<()> {
-        let Assembled { store, stream: mut session, .. } =
+        let Assembled { repo, store, stream: mut session } =
             settings::assemble(&args.stream, &Environment::from_process(), Use::Daemon)?;
         if !args.allow_writes {
             session.write_through = None;
@@ -136,6 +136,7 @@ mod daemon {
             max_marks_total: args.max_marks_total,
             log_format: args.log_format,
             session,
+            repo,
         };
         server::raise_fd_limit();
         let server = Server::bind(config, Arc::new(store))?;
@@ -153,7 +154,7 @@ mod daemon {
             Ok(args) => args,
             Err(err) => return usage_error(err),
         };
-        match client::connect(&args.cli.socket, args.cli.server_uid, args.fast_import) {
+        match client::connect(&args.cli.socket, args.cli.server_uid, args.stream) {
             Ok(Reply::Exit(status)) => ExitCode::from(status),
             Ok(Reply::Signal(signal)) => {
                 if signal == SIGPIPE {

@@ -17,20 +17,25 @@ fn root() -> &'static Path {
     ROOT.get_or_init(|| build_with_script(SCRIPT, "cat-file-fixtures"))
 }
 
-fn repo(name: &str) -> PathBuf {
+pub(crate) fn repo(name: &str) -> PathBuf {
     root().join(name)
 }
 
 /// How much of stderr must match.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Stderr {
+pub(crate) enum Stderr {
     Exact,
     /// Usage errors: git's usage text follows the first line.
     FirstLine,
 }
 
-fn run(program: &str, dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
-    let mut run = Run::new(program).arg("cat-file");
+pub(crate) fn run(program: &str, dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
+    run_as(Run::new(program), dir, args, stdin, env)
+}
+
+/// `run` with `cat-file <args>` after whatever `run` already has (`cat-blobd connect --socket S`, say).
+pub(crate) fn run_as(run: Run, dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
+    let mut run = run.arg("cat-file");
     for arg in args {
         run = run.arg(arg);
     }
@@ -46,6 +51,12 @@ fn same_env(dir: &Path, args: &[&str], stdin: &[u8], stderr: Stderr, env: &[(&st
     let git = run("git", dir, args, stdin, env);
     let ours = run(CAT_BLOBD, dir, args, stdin, env);
     let what = format!("cat-file {args:?} in {} on {}", dir.display(), escape(&stdin[..stdin.len().min(200)]));
+    assert_same(&what, &git, &ours, stderr);
+}
+
+/// Asserts that `ours` ended as `git` did, with the same stdout and (as much as `stderr` says) stderr.
+#[track_caller]
+pub(crate) fn assert_same(what: &str, git: &Output, ours: &Output, stderr: Stderr) {
     assert!(!escape(&ours.stderr).contains("panicked at"), "{what}: panic: {}", escape(&ours.stderr));
     assert_eq!(
         ours.status.code(),
@@ -76,12 +87,12 @@ fn git_in(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("ASCII")
 }
 
-fn fixture_word(file: &str) -> String {
+pub(crate) fn fixture_word(file: &str) -> String {
     std::fs::read_to_string(root().join(file)).expect("fixture file").trim().to_owned()
 }
 
 /// Every object of names.git, then every form of name the front end resolves, and some it must not.
-fn names(dir: &Path) -> Vec<String> {
+pub(crate) fn names(dir: &Path) -> Vec<String> {
     let head = git_in(dir, &["rev-parse", "HEAD"]).trim().to_owned();
     let (ambiguous, ref_like) = (fixture_word("ambiguous"), fixture_word("ref-like-hex"));
     let mut names: Vec<String> = git_in(dir, &["cat-file", "--batch-all-objects", "--batch-check=%(objectname)"])
@@ -162,11 +173,11 @@ fn names(dir: &Path) -> Vec<String> {
     names
 }
 
-fn lines(names: &[String], delimiter: u8) -> Vec<u8> {
+pub(crate) fn lines(names: &[String], delimiter: u8) -> Vec<u8> {
     names.iter().flat_map(|name| name.bytes().chain([delimiter])).collect()
 }
 
-const ALL_ATOMS: &str =
+pub(crate) const ALL_ATOMS: &str =
     "--batch-check=%(objectname)|%(objecttype)|%(objectsize)|%(objectsize:disk)|%(deltabase)|[%(rest)]";
 
 #[test]
@@ -457,15 +468,21 @@ fn options_that_need_a_work_tree_are_refused_by_name() {
 /// watchdog kills cat-blobd if an answer is held back, so a hang fails the test instead of stalling it.
 #[test]
 fn interactive_one_request_at_a_time() {
+    let mut cmd = Command::new(CAT_BLOBD);
+    clean_git_env(&mut cmd);
+    cmd.args(["cat-file", "--batch"]);
+    assert_interactive(cmd, &repo("names.git"));
+}
+
+/// Runs `cmd` (a `cat-file --batch` without `--buffer`) in `dir`, sends it 1,000 names one at a time, each only
+/// once the answer to the one before has arrived, and compares the answers with git's. A watchdog kills `cmd`
+/// if an answer is held back, so a hang fails the test instead of stalling it.
+pub(crate) fn assert_interactive(mut cmd: Command, dir: &Path) {
     const REQUESTS: usize = 1000;
-    let dir = repo("names.git");
-    let sent: Vec<String> = names(&dir).into_iter().cycle().take(REQUESTS).collect();
-    let expected = run("git", &dir, &["--batch"], &lines(&sent, b'\n'), &[]).stdout;
-    let mut child = Command::new(CAT_BLOBD);
-    clean_git_env(&mut child);
-    let mut child = child
-        .args(["cat-file", "--batch"])
-        .current_dir(&dir)
+    let sent: Vec<String> = names(dir).into_iter().cycle().take(REQUESTS).collect();
+    let expected = run("git", dir, &["--batch"], &lines(&sent, b'\n'), &[]).stdout;
+    let mut child = cmd
+        .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

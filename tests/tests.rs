@@ -14,6 +14,7 @@ mod interactive;
 mod ls;
 mod pinned;
 mod server;
+mod server_cat_file;
 mod server_hardening;
 mod util;
 mod write_through;

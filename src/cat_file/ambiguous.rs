@@ -6,7 +6,7 @@
 use gix_hash::{ObjectId, Prefix};
 use gix_object::Kind;
 
-use super::output::Output;
+use super::output::Messages;
 use crate::fatal::Bytes;
 use crate::store::{PrefixMatch, Resolver, Store};
 
@@ -14,7 +14,13 @@ use crate::store::{PrefixMatch, Resolver, Store};
 const MIN_ABBREV: usize = 7;
 
 /// Prints git's message for `prefix` and its `candidates` on stderr.
-pub(crate) fn report(store: &Store, resolver: &mut Resolver, prefix: &[u8], candidates: &[ObjectId]) {
+pub(crate) fn report(
+    store: &Store,
+    resolver: &mut Resolver,
+    messages: Messages<'_>,
+    prefix: &[u8],
+    candidates: &[ObjectId],
+) {
     let mut described: Vec<(u8, ObjectId, String)> = candidates
         .iter()
         .map(|id| {
@@ -40,7 +46,7 @@ pub(crate) fn report(store: &Store, resolver: &mut Resolver, prefix: &[u8], cand
     for (_, _, line) in described {
         message.push_str(&format!("hint:   {line}\n"));
     }
-    Output::stderr().message(message.as_bytes());
+    messages.write(message.as_bytes());
 }
 
 fn describe(store: &Store, abbrev: &str, kind: Kind, data: &[u8]) -> String {

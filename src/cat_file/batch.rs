@@ -4,14 +4,14 @@
 //! a client that sends one line and waits for its answer (without `--buffer`) is answered at once, and answers
 //! that are ready together share one writev (what `--buffer` asks for).
 use std::io::Read;
-use std::os::fd::AsFd;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use super::CatFileError;
 use super::args::{Args, BatchMode, CmdMode};
 use super::format::Format;
 use super::job::{ObjectJob, Settings, Worker};
 use super::names::{NameError, Names};
+use super::{CatFileError, Io, Outcome};
 use crate::engine::{Engine, EngineConfig, Target};
 use crate::fatal::Bytes;
 use crate::line_reader::LineReader;
@@ -24,9 +24,19 @@ struct Batch<'b, 'scope, 's> {
     /// For the jobs that run on this thread.
     worker: &'b mut Worker<'s>,
     settings: Arc<Settings>,
+    io: &'b Io<'b>,
+    /// Objects asked for so far.
+    requests: u64,
 }
 
-pub(crate) fn run(args: &Args, names: Names<'_>, config: EngineConfig, stdin: impl Read) -> Result<u8, CatFileError> {
+pub(crate) fn run(
+    args: &Args,
+    mut names: Names<'_>,
+    config: EngineConfig,
+    io: &Io<'_>,
+    stdin: impl Read,
+    outcome: &mut Outcome,
+) -> Result<u8, CatFileError> {
     let (mode, format) = args.batch.clone().expect("a batch mode");
     let format = match format {
         Some(text) => Format::parse(&text)?,
@@ -34,18 +44,18 @@ pub(crate) fn run(args: &Args, names: Names<'_>, config: EngineConfig, stdin: im
     };
     let all = args.mode == Some(CmdMode::AllObjects);
     let settings = Arc::new(Settings { format, delimiter: if args.nul { 0 } else { b'\n' }, exact: all });
-    let stdout = std::io::stdout();
-    let mut names = names;
     std::thread::scope(|scope| {
-        let store = names.store;
+        let (store, messages) = (names.store, names.messages);
         let cache = names.resolver.cache().clone();
         let new_worker = {
             let cache = cache.clone();
-            move || Worker { store, resolver: Resolver::sharing(cache.clone()) }
+            move || Worker { store, resolver: Resolver::sharing(cache.clone()), messages }
         };
-        let mut engine = Engine::new(scope, crate::engine::Output::new(stdout.as_fd()), config, new_worker);
-        let mut worker = Worker { store, resolver: Resolver::sharing(cache) };
-        let mut batch = Batch { names: &mut names, engine: &mut engine, worker: &mut worker, settings };
+        let output = crate::engine::Output::new(io.stdout).count_bytes_into(io.live.clone());
+        let mut engine = Engine::new(scope, output, config, new_worker);
+        let mut worker = Worker { store, resolver: Resolver::sharing(cache), messages };
+        let mut batch =
+            Batch { names: &mut names, engine: &mut engine, worker: &mut worker, settings, io, requests: 0 };
         let result = if all {
             batch.all_objects(args.unordered, mode == BatchMode::Contents)
         } else {
@@ -56,8 +66,10 @@ pub(crate) fn run(args: &Args, names: Names<'_>, config: EngineConfig, stdin: im
                 _ => batch.lines(&mut reader, mode == BatchMode::Contents),
             }
         };
+        outcome.requests = batch.requests;
         // Everything before a failure is written first; a failure of an earlier answer comes first.
-        let (finished, _) = engine.finish();
+        let (finished, written) = engine.finish();
+        outcome.bytes = written.bytes;
         finished.map_err(CatFileError::from)?;
         result.map(|()| 0)
     })
@@ -131,6 +143,7 @@ impl Batch<'_, '_, '_> {
 
     /// git's `batch_one_object`: resolve the name, then answer for the object, or say why there is none.
     fn one(&mut self, name: &[u8], rest: Option<&[u8]>, contents: bool, interactive: bool) -> Result<(), CatFileError> {
+        self.count();
         let id = match self.names.resolve(name) {
             Ok(resolved) => resolved.id,
             Err(NameError::Missing | NameError::PathMissing { .. } | NameError::InvalidRev(_)) => {
@@ -146,6 +159,22 @@ impl Batch<'_, '_, '_> {
             Err(err) => return Err(err.into()),
         };
         self.object(id, Some(name), None, rest, contents, interactive)
+    }
+
+    /// One more object asked for.
+    fn count(&mut self) {
+        self.requests += 1;
+        if let Some(live) = &self.io.live {
+            live.requests.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Ends `--batch-all-objects` early if the run is cut from outside.
+    fn check_interrupted(&self) -> Result<(), CatFileError> {
+        match self.io.interrupted.and_then(|interrupted| interrupted()) {
+            Some(reason) => Err(CatFileError::Interrupted(reason)),
+            None => Ok(()),
+        }
     }
 
     /// An answer known without looking the object up, written after those before it.
@@ -189,10 +218,14 @@ impl Batch<'_, '_, '_> {
             let mut objects = Vec::new();
             store.for_each_object_unordered(|id, place| objects.push((id, place)));
             for (id, place) in objects {
+                self.check_interrupted()?;
+                self.count();
                 self.object(id, None, Some(place), None, contents, false)?;
             }
         } else {
             for id in store.all_objects() {
+                self.check_interrupted()?;
+                self.count();
                 self.object(id, None, None, None, contents, false)?;
             }
         }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::CatFileError;
 use super::format::{Fields, Format};
+use super::output::Messages;
 use crate::engine::Job;
 use crate::response::encode::Response;
 use crate::store::{Damage, Info, ObjectId, Place, ReadError, Resolver, Store};
@@ -13,6 +14,7 @@ use crate::store::{Damage, Info, ObjectId, Place, ReadError, Resolver, Store};
 pub(crate) struct Worker<'s> {
     pub(crate) store: &'s Store,
     pub(crate) resolver: Resolver,
+    pub(crate) messages: Messages<'s>,
 }
 
 /// What every answer of one batch shares.
@@ -60,7 +62,7 @@ impl<'s> Job for ObjectJob<'s> {
                 Err(ReadError { damage: Damage::UnknownType { header_too_long: true, .. }, .. }) => {
                     // git reads 32 header bytes: past them it says so and takes the object for missing.
                     let message = format!("error: header for {} too long, exceeds 32 bytes\n", self.id);
-                    super::output::Output::stderr().message(message.as_bytes());
+                    worker.messages.write(message.as_bytes());
                     None
                 }
                 found => found?,

@@ -15,13 +15,17 @@ mod symlinks;
 mod tree;
 
 use std::io::Read;
+use std::os::fd::BorrowedFd;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use crate::engine::{EngineConfig, EngineError};
+use crate::engine::{EngineConfig, EngineError, LiveCounters};
 use crate::fatal::fatal_line;
+use crate::store::cache::SharedCache;
 use crate::store::{ReadError, Resolver, Store};
 use args::{Args, CmdMode, UsageError};
-use output::Output;
+use output::{Messages, Output};
 
 /// What `cat-file` needs of the repository besides its objects.
 pub struct Repo<'a> {
@@ -33,10 +37,51 @@ pub struct Repo<'a> {
     pub quote_path: bool,
     /// `extensions.compatObjectFormat` is set (ids in the other hash are refused by name).
     pub compat_object_format: bool,
-    /// Bytes of delta bases to keep.
-    pub delta_cache_size: usize,
+    /// The delta-base cache (a daemon's is shared by all of its streams).
+    pub cache: SharedCache,
     /// The engine that answers batches: resolver threads, window.
     pub engine: EngineConfig,
+}
+
+/// Where one run of `cat-file` writes, and what it answers to besides its input: this process's stdout and stderr
+/// ([`Io::process`]), or the fds a daemon's client passed, as fast-import's `StreamIo`.
+pub struct Io<'fd> {
+    /// The answers. `None`: not open (the first write fails with EBADF).
+    pub stdout: Option<BorrowedFd<'fd>>,
+    /// git's messages. `None`: not open (they are lost).
+    pub stderr: Option<BorrowedFd<'fd>>,
+    /// Counters to add objects asked for and bytes written to as they happen (a server's `stats`).
+    pub live: Option<Arc<LiveCounters>>,
+    /// Asked before each object of `--batch-all-objects`, which reads no input: `Some(reason)` ends the run with
+    /// `fatal: <reason>` (a server cutting the stream; streams that read input are cut by their input failing).
+    pub interrupted: Option<&'fd dyn Fn() -> Option<&'static str>>,
+}
+
+impl Io<'static> {
+    /// This process's stdout and stderr.
+    pub fn process() -> Io<'static> {
+        Io {
+            stdout: Some(rustix::stdio::stdout()),
+            stderr: Some(rustix::stdio::stderr()),
+            live: None,
+            interrupted: None,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// git's exit status: 0, 1 (`-e` of an object that is not there), 128 (fatal) or 129 (usage).
+    pub code: u8,
+    /// The message of the `fatal:` (or usage) line, if there was one: for logs where stderr goes elsewhere.
+    pub fatal: Option<String>,
+    /// It died writing to a stdout whose reader was gone (EPIPE), where git is killed by SIGPIPE.
+    pub broken_pipe: bool,
+    /// Objects asked for (names and `--batch-all-objects` entries).
+    pub requests: u64,
+    /// Bytes written to stdout.
+    pub bytes: u64,
 }
 
 /// What ends `cat-file` with `fatal:`.
@@ -55,6 +100,9 @@ pub(crate) enum CatFileError {
     /// git's own `die()` messages, word for word.
     #[error("{0}")]
     Git(String),
+    /// The run was cut from outside (see [`Io::interrupted`]).
+    #[error("{0}")]
+    Interrupted(&'static str),
 }
 
 impl From<EngineError<CatFileError>> for CatFileError {
@@ -85,28 +133,16 @@ impl CatFileError {
     }
 }
 
-/// Runs `cat-file` with `args` (after the word `cat-file`) on `stdin`, writing to fds 1 and 2; returns the
-/// exit status.
-pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>, repo: &Repo<'_>, stdin: impl Read) -> u8 {
+/// Runs `cat-file` with `args` (after the word `cat-file`) on `stdin`, writing to `io`.
+pub fn run(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+    repo: &Repo<'_>,
+    io: Io<'_>,
+    stdin: impl Read,
+) -> Outcome {
     let args = match args::parse(args).and_then(check) {
         Ok(args) => args,
-        Err(UsageError::Help) => {
-            Output::stdout().message(args::USAGE.as_bytes());
-            return 129;
-        }
-        Err(err @ (UsageError::Unsupported(_) | UsageError::Die(_))) => {
-            Output::stderr().message(format!("{err}\n").as_bytes());
-            return if matches!(err, UsageError::Die(_)) { 128 } else { 129 };
-        }
-        Err(UsageError::Usage) => {
-            Output::stderr().message(args::USAGE.as_bytes());
-            return 129;
-        }
-        Err(err) => {
-            let separator = if matches!(err, UsageError::Fatal(_)) { "\n\n" } else { "\n" };
-            Output::stderr().message(format!("{err}{separator}{}", args::USAGE).as_bytes());
-            return 129;
-        }
+        Err(err) => return usage(err, &io),
     };
     let hash = repo.store.object_hash();
     let refs = if repo.git_dir == repo.common_dir {
@@ -114,26 +150,80 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>, repo: &Repo<'_>, 
     } else {
         gix_ref::file::Store::for_linked_worktree(repo.git_dir.to_owned(), repo.common_dir.to_owned(), hash)
     };
-    let mut resolver = Resolver::new(repo.delta_cache_size);
-    let mut out = Output::stdout();
+    let mut resolver = Resolver::sharing(repo.cache.clone());
+    let messages = Messages(io.stderr);
     let names = names::Names {
         store: repo.store,
         refs,
         resolver: &mut resolver,
         follow_symlinks: args.follow_symlinks,
         compat_object_format: repo.compat_object_format,
+        messages,
     };
+    let mut outcome = Outcome::default();
     let result = match args.batch {
-        Some(_) => batch::run(&args, names, repo.engine, stdin),
-        None => single::run(&args, names, repo.quote_path, &mut out),
+        Some(_) => batch::run(&args, names, repo.engine, &io, stdin, &mut outcome),
+        None => single_object(&args, names, repo.quote_path, &io, &mut outcome),
     };
-    let flushed = out.flush().map_err(CatFileError::from);
-    match result.and_then(|status| flushed.map(|()| status)) {
-        Ok(status) => status,
+    match result {
+        Ok(code) => outcome.code = code,
         Err(err) => {
-            Output::stderr().message(&fatal_line(&err.git_message()));
-            128
+            let message = err.git_message();
+            messages.write(&fatal_line(&message));
+            outcome.broken_pipe = matches!(&err, CatFileError::Write(write) if write.is_broken_pipe());
+            outcome.code = 128;
+            outcome.fatal = Some(message);
         }
+    }
+    outcome
+}
+
+/// `-t`, `-s`, `-e`, `-p` and `<type> <object>`: one object, one write.
+fn single_object(
+    args: &Args,
+    names: names::Names<'_>,
+    quote_path: bool,
+    io: &Io<'_>,
+    outcome: &mut Outcome,
+) -> Result<u8, CatFileError> {
+    let mut out = Output::new(io.stdout);
+    let result = single::run(args, names, quote_path, &mut out);
+    // What was answered before a failure is written first, as git writes it before dying.
+    let flushed = out.flush();
+    (outcome.requests, outcome.bytes) = (1, out.written);
+    if let Some(live) = &io.live {
+        live.requests.fetch_add(1, Ordering::Relaxed);
+        live.bytes.fetch_add(out.written, Ordering::Relaxed);
+    }
+    let status = result?;
+    flushed?;
+    Ok(status)
+}
+
+/// git's answer to a usage error: the message and the usage on stderr (`-h`: the usage on stdout).
+fn usage(err: UsageError, io: &Io<'_>) -> Outcome {
+    let (mut stdout, mut stderr) = (Output::new(io.stdout), Output::new(io.stderr));
+    let (code, text) = match err {
+        UsageError::Help => {
+            stdout.message(args::USAGE.as_bytes());
+            return Outcome { code: 129, ..Outcome::default() };
+        }
+        UsageError::Unsupported(_) | UsageError::Die(_) => {
+            let code = if matches!(err, UsageError::Die(_)) { 128 } else { 129 };
+            (code, format!("{err}\n"))
+        }
+        UsageError::Usage => (129, args::USAGE.to_owned()),
+        UsageError::Error(_) | UsageError::Fatal(_) => {
+            let separator = if matches!(err, UsageError::Fatal(_)) { "\n\n" } else { "\n" };
+            (129, format!("{err}{separator}{}", args::USAGE))
+        }
+    };
+    stderr.message(text.as_bytes());
+    let first_line = text.lines().next().unwrap_or_default();
+    Outcome {
+        code,
+        fatal: Some(first_line.strip_prefix("fatal: ").unwrap_or(first_line).to_owned()),
+        ..Outcome::default()
     }
 }
 

@@ -68,6 +68,8 @@ pub struct Names<'a> {
     pub follow_symlinks: bool,
     /// `extensions.compatObjectFormat` is set: ids of the other hash's length are refused by name.
     pub compat_object_format: bool,
+    /// Where git's warnings about names go.
+    pub messages: super::output::Messages<'a>,
 }
 
 impl Names<'_> {
@@ -126,7 +128,7 @@ impl Names<'_> {
         let id = self.follow(name)?;
         if also_an_id || self.rule_matches(name) > 1 {
             let warning = format!("warning: refname '{}' is ambiguous.\n", crate::fatal::Bytes(name));
-            super::output::Output::stderr().message(warning.as_bytes());
+            self.messages.write(warning.as_bytes());
         }
         Some(id)
     }
@@ -305,7 +307,13 @@ impl delegate::Revision for Spec<'_, '_> {
                     [id] => self.set(id),
                     _ => {
                         // git's get_short_oid says so on stderr wherever in the name the abbreviation is.
-                        ambiguous::report(self.names.store, self.names.resolver, &text, &candidates);
+                        ambiguous::report(
+                            self.names.store,
+                            self.names.resolver,
+                            self.names.messages,
+                            &text,
+                            &candidates,
+                        );
                         self.failure = Some(Failure::Ambiguous(text, candidates));
                         Err(stop())
                     }
@@ -351,7 +359,7 @@ impl delegate::Navigate for Spec<'_, '_> {
                             "error: {}: expected {kind} type, but the object dereferences to {reached} type\n",
                             crate::fatal::Bytes(onion)
                         );
-                        super::output::Output::stderr().message(message.as_bytes());
+                        self.names.messages.write(message.as_bytes());
                         self.fail(NameError::Missing)
                     }
                     peeled => self.step(peeled.map(|found| found.and_then(Result::ok))),

@@ -1,8 +1,9 @@
 //! The single-object modes' stdout (one writev at the end, the object's bytes straight from its buffer), and
-//! messages on stderr.
+//! messages on stderr. Both are the fds [`Io`](super::Io) lends: this process's, or a daemon client's.
 use std::io::IoSlice;
+use std::os::fd::BorrowedFd;
 
-use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
+use crate::response::writev::{FdSink, GatherWriter, WriteError};
 use crate::store::Data;
 
 enum Piece {
@@ -19,20 +20,17 @@ impl Piece {
     }
 }
 
-pub(crate) struct Output {
-    writer: GatherWriter<FdSink<'static>>,
+pub(crate) struct Output<'fd> {
+    writer: GatherWriter<FdSink<'fd>>,
     pieces: Vec<Piece>,
+    /// Bytes written so far.
+    pub(crate) written: u64,
 }
 
-impl Output {
-    /// Fd 1.
-    pub(crate) fn stdout() -> Output {
-        Output { writer: GatherWriter::new(FdSink::new(OutFd::dup_of_process_fd(1))), pieces: Vec::new() }
-    }
-
-    /// Fd 2, for messages.
-    pub(crate) fn stderr() -> Output {
-        Output { writer: GatherWriter::new(FdSink::new(OutFd::dup_of_process_fd(2))), pieces: Vec::new() }
+impl<'fd> Output<'fd> {
+    /// Writes to `fd`; `None` is an fd that is not open (the first write fails with EBADF).
+    pub(crate) fn new(fd: Option<BorrowedFd<'fd>>) -> Output<'fd> {
+        Output { writer: GatherWriter::new(FdSink::new(fd)), pieces: Vec::new(), written: 0 }
     }
 
     pub(crate) fn push(&mut self, bytes: Vec<u8>) {
@@ -51,6 +49,9 @@ impl Output {
         }
         let mut slices: Vec<IoSlice<'_>> = self.pieces.iter().map(|piece| IoSlice::new(piece.bytes())).collect();
         let result = self.writer.write_all(&mut slices);
+        if result.is_ok() {
+            self.written += self.pieces.iter().map(|piece| piece.bytes().len() as u64).sum::<u64>();
+        }
         self.pieces.clear();
         result
     }
@@ -58,5 +59,16 @@ impl Output {
     /// Writes `bytes` at once, ignoring errors: for messages, which have nowhere else to go.
     pub(crate) fn message(&mut self, bytes: &[u8]) {
         let _ = self.writer.write_all(&mut [IoSlice::new(bytes)]);
+    }
+}
+
+/// Where `error:`, `warning:` and `fatal:` lines go (stderr), from any thread of the run.
+#[derive(Debug, Clone, Copy)]
+pub struct Messages<'fd>(pub(crate) Option<BorrowedFd<'fd>>);
+
+impl Messages<'_> {
+    /// Writes `bytes` at once, ignoring errors (as git does on stderr).
+    pub(crate) fn write(self, bytes: &[u8]) {
+        Output::new(self.0).message(bytes);
     }
 }

@@ -10,7 +10,12 @@ use super::{CatFileError, tree};
 use crate::fatal::Bytes;
 use crate::store::{Damage, Info, Object, ObjectId, ReadError};
 
-pub(crate) fn run(args: &Args, mut names: Names<'_>, quote_path: bool, out: &mut Output) -> Result<u8, CatFileError> {
+pub(crate) fn run(
+    args: &Args,
+    mut names: Names<'_>,
+    quote_path: bool,
+    out: &mut Output<'_>,
+) -> Result<u8, CatFileError> {
     let name = args.rest.last().expect("checked: one object name");
     let id = resolve_or_die(&mut names, name)?.id;
     let store = names.store;
@@ -30,7 +35,7 @@ pub(crate) fn run(args: &Args, mut names: Names<'_>, quote_path: bool, out: &mut
         if header_too_long && matches!(args.mode, Some(CmdMode::Type | CmdMode::Size | CmdMode::Print)) {
             // git reads 32 header bytes at most unless told to allow unknown types.
             let message = format!("error: header for {id} too long, exceeds 32 bytes\n");
-            Output::stderr().message(message.as_bytes());
+            names.messages.write(message.as_bytes());
             return Err(match args.mode {
                 Some(CmdMode::Type | CmdMode::Size) => CatFileError::git("git cat-file: could not get object info"),
                 _ => CatFileError::git(format!("Not a valid object name {}", Bytes(name))),

@@ -13,7 +13,7 @@ pub enum Exit {
 
 impl Exit {
     /// The kind of ending an exit status from git means.
-    pub(super) fn of_code(code: u8) -> Exit {
+    pub(crate) fn of_code(code: u8) -> Exit {
         match code {
             0 => Exit::Success,
             1 => Exit::Failure,

@@ -46,15 +46,17 @@ pub enum ClientError {
     Protocol(#[from] ProtocolError),
 }
 
-/// Runs one stream through the daemon at `socket` on this process's fds; returns the daemon's verdict. The
-/// process listening there must run as this process's uid or root, or `server_uid`: it gets this process's
-/// stdin, stdout, stderr and working directory.
-pub fn connect(socket: &Path, server_uid: Option<u32>, fast_import_args: Vec<Vec<u8>>) -> Result<Reply, ClientError> {
+/// Runs one stream through the daemon at `socket` on this process's fds; returns the daemon's verdict. `args` is the
+/// stream's command line (see [`Hello::args`]). The process listening there must run as this process's uid or
+/// root, or `server_uid`: it gets this process's stdin, stdout, stderr and working directory.
+pub fn connect(socket: &Path, server_uid: Option<u32>, args: Vec<Vec<u8>>) -> Result<Reply, ClientError> {
     let io_error = |source: io::Error| ClientError::Io { path: socket.to_owned(), source };
     // Look at the inherited fds before this process opens any of its own (the socket would take the lowest free
     // number, and must not be mistaken for the frontend's fd).
     let mut numbers: Vec<i32> = STANDARD_FDS.collect();
-    numbers.extend(fast_import_args.iter().filter_map(|arg| named_cat_blob_fd(arg)));
+    if !super::protocol::is_cat_file(&args) {
+        numbers.extend(args.iter().filter_map(|arg| named_cat_blob_fd(arg)));
+    }
     numbers.sort_unstable();
     numbers.dedup();
     let (mut fd_numbers, mut fds): (Vec<i32>, Vec<BorrowedFd<'_>>) =
@@ -69,7 +71,7 @@ pub fn connect(socket: &Path, server_uid: Option<u32>, fast_import_args: Vec<Vec
     let stream =
         UnixStream::connect(socket).map_err(|source| ClientError::Connect { path: socket.to_owned(), source })?;
     check_server(&stream, socket, server_uid)?;
-    let hello = Hello { fd_numbers, umask: current_umask(), args: fast_import_args }.encode();
+    let hello = Hello { fd_numbers, umask: current_umask(), args }.encode();
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     let pushed = control.push(SendAncillaryMessage::ScmRights(&fds));

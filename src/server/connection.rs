@@ -354,9 +354,13 @@ impl Connection {
         }
     }
 
-    /// A `connect` client: run its stream on the fds it passed, in its working directory, and send the status.
-    fn connect(&self, hello: Hello, fds: Vec<OwnedFd>) -> Record {
+    /// A `connect` client: run its stream (fast-import, or cat-file) on the fds it passed, in its working directory,
+    /// and send the status.
+    fn connect(&self, mut hello: Hello, fds: Vec<OwnedFd>) -> Record {
         let state = &self.state;
+        // cat-file's arguments name no files.
+        let cat_file = protocol::is_cat_file(&hello.args).then(|| hello.args.split_off(1));
+        let kind = if cat_file.is_some() { "cat-file" } else { "connect" };
         if let Some(flag) = state.access.refused_flag(self.peer.uid, &hello.args) {
             let message = format!(
                 "{} is not allowed for uid {} over the cat-blobd daemon: it would use files with the daemon's rights",
@@ -364,7 +368,7 @@ impl Connection {
                 self.peer.uid
             );
             self.reply(&Reply::Fatal(crate::fatal::message_bytes(&message)));
-            return Record::refused("connect", message);
+            return Record::refused(kind, message);
         }
         let mut cwd = None;
         let mut passed = Vec::new();
@@ -378,24 +382,23 @@ impl Connection {
         if let Err(err) = enter_client_context(cwd.as_ref().map(AsFd::as_fd), hello.umask) {
             let message = format!("cannot enter the client's working directory: {err}");
             self.reply(&Reply::Fatal(message.clone().into_bytes()));
-            return Record::refused("connect", message);
+            return Record::refused(kind, message);
         }
         let find = |number: i32| passed.iter().find(|(n, _)| *n == number).map(|(_, fd)| fd.as_fd());
         let Some(stdin) = find(0) else {
             // What `cat-blobd` itself says when its stdin is not open.
             let message = io::Error::from(Errno::BADF).to_string();
             self.reply(&Reply::Fatal(message.clone().into_bytes()));
-            return Record::refused("connect", message);
+            return Record::refused(kind, message);
         };
         let (relay_read, relay_write) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
             Ok(pipe) => pipe,
             Err(err) => {
                 let message = format!("cannot create a pipe: {}", io::Error::from(err));
                 self.reply(&Reply::Fatal(message.clone().into_bytes()));
-                return Record::refused("connect", message);
+                return Record::refused(kind, message);
             }
         };
-        let config = state.session_config(self.peer.uid, hello.args);
         let cancel = &self.handle.cancel;
         let client_stderr = find(2);
         let mut relay = StderrRelay::default();
@@ -403,8 +406,13 @@ impl Connection {
         let result = std::thread::scope(|scope| {
             let session = scope.spawn(move || {
                 let input = CancellableInput::new(stdin, cancel);
-                let io = StreamIo { stdout, stderr: Some(relay_write.as_fd()), passed_fds: Some(passed_fds) };
-                let outcome = fast_import::run(input, io, &state.store, config);
+                let outcome = match cat_file {
+                    Some(args) => super::cat_file::run(state, args, input, stdout, relay_write.as_fd(), cancel),
+                    None => {
+                        let io = StreamIo { stdout, stderr: Some(relay_write.as_fd()), passed_fds: Some(passed_fds) };
+                        fast_import::run(input, io, &state.store, state.session_config(self.peer.uid, hello.args))
+                    }
+                };
                 drop(relay_write);
                 outcome
             });
@@ -414,7 +422,7 @@ impl Connection {
         let Ok(outcome) = result else {
             relay.finish(true, client_stderr);
             self.reply(&Reply::Fatal(b"internal error: the stream's thread panicked".to_vec()));
-            return Record::panicked("connect");
+            return Record::panicked(kind);
         };
         let broken_pipe = outcome.broken_pipe || relay.stderr_broken;
         relay.finish(!broken_pipe, client_stderr);
@@ -422,7 +430,7 @@ impl Connection {
         drop(passed);
         drop(cwd);
         self.reply(&if broken_pipe { Reply::Signal(protocol::SIGPIPE) } else { Reply::Exit(outcome.code()) });
-        Record::stream("connect", &outcome, cancel.reason(), broken_pipe)
+        Record::stream(kind, &outcome, cancel.reason(), broken_pipe)
     }
 
     fn stats(&self) -> Record {

@@ -1,5 +1,6 @@
-//! Daemon mode (`cat-blobd serve`): one process serves many fast-import streams over a Unix socket, all of them
-//! on one [`Store`] (packs mapped once, one rescan on new packs) and one delta-base cache.
+//! Daemon mode (`cat-blobd serve`): one process serves many fast-import streams (and `cat-file` runs of `connect`
+//! clients) over a Unix socket, all of them on one [`Store`] (packs mapped once, one rescan on new packs) and one
+//! delta-base cache.
 //!
 //! ```text
 //! main thread     Server::run: the accept loop (poll on the listener, the shutdown eventfd and a "connection
@@ -10,8 +11,8 @@
 //!                 sigwait) -> Shutdown
 //! log thread      writes the log's bounded queue to stderr (see [`log`])
 //! one thread per  connection::Connection::run: the hello (within --hello-timeout), then a stream slot
-//! connection      ([`slots`]; `stats` takes none), then fast_import::run with its own resolver and writer
-//!                 threads; a stalled client only ever blocks its own threads
+//! connection      ([`slots`]; `stats` takes none), then fast_import::run (or cat_file::run) with its own
+//!                 resolver and writer threads; a stalled client only ever blocks its own threads
 //! ```
 //!
 //! How the two kinds of clients talk to the server is in [`protocol`]. On a shutdown request the server stops
@@ -23,6 +24,7 @@
 //! SIGPIPE: the daemon keeps it ignored (the Rust runtime's default; `main` restores the default action only in
 //! the other modes), so a client that goes away ends its own stream with EPIPE, never the daemon.
 mod accept;
+mod cat_file;
 pub mod client;
 mod connection;
 pub(crate) mod listener;
@@ -47,6 +49,7 @@ use rustix::io::Errno;
 
 use crate::fast_import::SessionConfig;
 use crate::fast_import::marks::{EXPORTS, MarkLimits};
+use crate::repo::Repository;
 use crate::store::Store;
 use crate::store::cache::SharedCache;
 use accept::Acceptor;
@@ -98,6 +101,8 @@ pub struct ServerConfig {
     /// The settings of every stream. `shared_cache` is the delta-base cache all connections share (one of
     /// `delta_cache_size` bytes is made if it is `None`); `fast_import_args` are replaced by each client's flags.
     pub session: SessionConfig,
+    /// The repository, for the cat-file front end's references and settings.
+    pub repo: Repository,
 }
 
 /// What every connection thread shares.
@@ -105,6 +110,7 @@ pub(crate) struct State {
     store: Arc<Store>,
     cache: SharedCache,
     session: SessionConfig,
+    repo: Repository,
     access: Access,
     counters: Counters,
     log: Logger,
@@ -165,6 +171,7 @@ impl Server {
             store,
             cache,
             session: config.session,
+            repo: config.repo,
             access: Access::for_this_process(config.allow_uids),
             counters: Counters { marks_held, ..Counters::default() },
             log: Logger::new(config.log_format).map_err(ServerError::Setup)?,

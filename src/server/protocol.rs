@@ -22,9 +22,15 @@
 //!                                  --cat-blob-fd), or -1 (CWD_FD) for the client's working directory
 //! u32  umask                       the client's umask: files the stream writes get the modes they would get
 //!                                  from `cat-blobd` run in the client
-//! u32  argc                        git fast-import flags (argc <= MAX_ARGS)
-//! argc × (u32 len, len bytes)      each flag, raw bytes (MAX_ARG_BYTES in all)
+//! u32  argc                        the stream's command line (argc <= MAX_ARGS): git fast-import's flags, or
+//!                                  the word `cat-file` and git cat-file's arguments (see below)
+//! argc × (u32 len, len bytes)      each argument, raw bytes (MAX_ARG_BYTES in all)
 //! ```
+//!
+//! The command line is what would follow `cat-blobd` run directly, without cat-blobd's own flags (the daemon's
+//! hold). A first argument `cat-file` selects the cat-file front end; git fast-import refuses any argument that is
+//! not a flag, so no fast-import stream's command line ever starts with it. A plain stream is always a fast-import
+//! stream: it has no command line.
 //!
 //! The client sends nothing more: the stream travels on the passed stdin, and the server writes the responses,
 //! `progress` lines and messages straight into the passed fds. When the stream has ended, the server closes every
@@ -115,8 +121,13 @@ pub struct Hello {
     pub fd_numbers: Vec<i32>,
     /// The client's umask, for the files its stream writes (marks).
     pub umask: u32,
-    /// git fast-import's flags, in order.
+    /// The stream's command line: git fast-import's flags in order, or `cat-file` and git cat-file's arguments.
     pub args: Vec<Vec<u8>>,
+}
+
+/// Whether a hello's command line asks for the cat-file front end.
+pub fn is_cat_file(args: &[Vec<u8>]) -> bool {
+    args.first().is_some_and(|word| word == crate::cli::CAT_FILE.as_bytes())
 }
 
 impl Hello {
