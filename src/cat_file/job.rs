@@ -43,6 +43,33 @@ impl<'s> Job for ObjectJob<'s> {
     type Error = CatFileError;
 
     fn run(self, worker: &mut Worker<'s>) -> Result<Response, CatFileError> {
+        // `--batch` without disk atoms: the object itself gives its type and size, so it is read once, not
+        // looked up first (git looks it up, then reads it: the same answer). Any error is left to the lookup
+        // below, which answers it as git does.
+        if self.contents && self.place.is_none() && !self.settings.format.needs_disk() {
+            let (store, settings) = (worker.store, &*self.settings);
+            let read = match settings.exact {
+                true => store.read_exact(&self.id, &mut worker.resolver),
+                false => store.read(&self.id, &mut worker.resolver),
+            };
+            match read {
+                Ok(Some(object)) => {
+                    let info =
+                        Info { kind: object.kind, size: object.data.len() as u64, disk_size: 0, delta_base: None };
+                    let line = self.header_line(Some(&info));
+                    return Ok(Response::object(&line, object.data, settings.delimiter));
+                }
+                Ok(None) => return Ok(missing(self.name, &self.id, settings.delimiter)),
+                Err(_) => {}
+            }
+        }
+        self.look_up_then_read(worker)
+    }
+}
+
+impl ObjectJob<'_> {
+    /// git's order: type and size from the headers (or only whether it exists), then the contents if asked.
+    fn look_up_then_read(self, worker: &mut Worker<'_>) -> Result<Response, CatFileError> {
         let (store, settings) = (worker.store, &*self.settings);
         let mut info: Option<Info> = None;
         if !self.contents && !settings.format.needs_info() {
@@ -71,10 +98,7 @@ impl<'s> Job for ObjectJob<'s> {
                 return Ok(missing(self.name, &self.id, settings.delimiter));
             }
         }
-        let mut line = Vec::with_capacity(128);
-        let fields = Fields { id: &self.id, info: info.as_ref(), rest: self.rest.as_deref() };
-        settings.format.expand(&fields, &mut line);
-        line.push(settings.delimiter);
+        let line = self.header_line(info.as_ref());
         if !self.contents {
             return Ok(Response::Line(line));
         }
@@ -84,6 +108,15 @@ impl<'s> Job for ObjectJob<'s> {
         };
         let object = object.ok_or_else(|| CatFileError::git(format!("object {} disappeared", self.id)))?;
         Ok(Response::object(&line, object.data, settings.delimiter))
+    }
+
+    /// The answer's line: the format expanded, and the delimiter.
+    fn header_line(&self, info: Option<&Info>) -> Vec<u8> {
+        let mut line = Vec::with_capacity(128);
+        let fields = Fields { id: &self.id, info, rest: self.rest.as_deref() };
+        self.settings.format.expand(&fields, &mut line);
+        line.push(self.settings.delimiter);
+        line
     }
 }
 
