@@ -331,6 +331,8 @@ impl<'a> Session<'a> {
                     engine.ready(Response::Line(progress), Target::Stdout)?;
                     reader.skip_optional_lf()?;
                 }
+                // git runs only after a data command, and dies of these there with its own message.
+                Command::Feature(_) | Command::OptionGit(_) if self.writing() => return self.refused(&raw),
                 Command::Feature(feature) => {
                     let feature = feature.to_vec();
                     self.settings.stream_feature(&feature, self.seen_data_command)?;
@@ -545,10 +547,15 @@ impl<'a> Session<'a> {
                     Exit::of_code(code)
                 } else {
                     let message = err.to_string();
-                    self.message(&fatal_line(&message));
+                    let line = fatal_line(&message);
                     fatal = Some(message);
                     // git's die handler still writes the marks file; death by SIGPIPE does not.
-                    let git = self.end_git(if broken_pipe { GitEnd::Kill } else { GitEnd::Abort });
+                    let git = if broken_pipe {
+                        self.message(&line);
+                        self.end_git(GitEnd::Kill)
+                    } else {
+                        self.end_git(GitEnd::Abort(line))
+                    };
                     if git.is_none() && !broken_pipe {
                         self.export_marks();
                     }
