@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::util::case::{Case, StderrMatch, assert_same_repository, case};
+use crate::util::case::{Case, Source, StderrMatch, assert_same_repository, case};
 use crate::util::{
     CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, clean_git_env, escape, feed_stdin, git,
     parse_responses, read_all, rev_parse, scratch_repo, wait_with_timeout,
@@ -329,6 +329,26 @@ fn git_stderr_is_relayed_in_full() {
     assert!(ours[both.git.stderr.len()..].starts_with(b"cat-blobd statistics:"), "then ours: {}", escape(ours));
 }
 
+/// A file change git dies on inside a commit: no read after it is answered (by cat-blobd, which could), as
+/// with git alone, wherever the read is.
+#[test]
+fn no_read_answered_after_a_change_git_dies_on() {
+    let commit = format!("commit refs/heads/main\ncommitter {IDENT}\ndata 0\nfrom :2\nM 100644 :99 b\n");
+    let mut checks = crate::util::case::Checks::default();
+    for (what, tail) in [
+        ("cat-blob of a stream blob", "cat-blob :1\n\n"),
+        ("cat-blob of a repository blob", "cat-blob {blob}\n\n"),
+        ("ls of a tree", "ls {tree} README.md\n\n"),
+        ("before inline data", "M 100644 inline c\ncat-blob :1\ndata 1\nc\n\n"),
+        ("get-mark after the commit", "\nget-mark :1\n"),
+        ("progress after the commit", "\nprogress p\n"),
+    ] {
+        let stream = format!("{}{commit}{tail}cat-blob :1\n", git_running());
+        writing_case(what, &stream, StderrMatch::Exact).check(&mut checks, 128, "fatal: mark :99 not declared");
+    }
+    checks.finish();
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Seeded random mixed streams
 
@@ -400,6 +420,24 @@ fn random_mixed_streams_match_git_alone() {
         }
         let both = run_both(Fixture::Basic, &stream, &["--export-marks=out.marks"]);
         both.assert_same(&format!("seed {seed} (replay with CATBLOBD_WRITE_THROUGH_SEED={seed})"), &["out.marks"]);
+    }
+}
+
+/// Random mixed streams with a file change git dies on in the middle of one of their commits.
+#[test]
+fn random_mixed_streams_failing_mid_commit() {
+    for seed in 0..4u64 {
+        let stream = random_stream(seed);
+        let modifies: Vec<usize> = (0..stream.len()).filter(|&i| stream[i..].starts_with(b"\nM 100644 :")).collect();
+        let at = modifies[Rng::new(seed).below(modifies.len())] + 1;
+        let stream = [&stream[..at], b"M 100644 :999999 undeclared\n", &stream[at..]].concat();
+        Case::new(&format!("seed {seed}, failing"), Source::Fixture(Fixture::Basic))
+            .raw_stream(stream)
+            .args(&["--export-marks=out.marks"])
+            .compare("out.marks")
+            .whole_stderr(StderrMatch::Exact)
+            .compare_repository()
+            .expect(128, "fatal: mark :999999 not declared");
     }
 }
 

@@ -59,6 +59,9 @@ pub(crate) struct Git {
     input: Option<OwnedFd>,
     buffer: Vec<u8>,
     replies: BufReader<ChildStdout>,
+    /// Bytes were sent since git last showed that it had read everything before them (by replying to a read
+    /// sent after them): git may have died of one of them.
+    unconfirmed: bool,
     stderr: Option<StderrRelay>,
 }
 
@@ -87,7 +90,7 @@ impl Git {
         RUNNING.store(i32::try_from(child.id()).unwrap_or(0), Ordering::Relaxed);
         let replies = BufReader::new(stdout);
         let buffer = Vec::with_capacity(INPUT_BUFFER);
-        let mut git = Git { child, input: Some(ours), buffer, replies, stderr: None };
+        let mut git = Git { child, input: Some(ours), buffer, replies, unconfirmed: false, stderr: None };
         if let (Some(from), Some(to)) = (git.child.stderr.take(), stderr) {
             match StderrRelay::start(from, to) {
                 Ok(relay) => git.stderr = Some(relay),
@@ -102,6 +105,7 @@ impl Git {
 
     /// Queues bytes for git's input, sending when the buffer fills.
     pub(crate) fn send(&mut self, bytes: &[u8]) -> Result<(), GitError> {
+        self.unconfirmed = true;
         if self.buffer.len() + bytes.len() > INPUT_BUFFER {
             self.flush()?;
             if bytes.len() > INPUT_BUFFER {
@@ -144,7 +148,22 @@ impl Git {
     pub(crate) fn relay(&mut self, line: &[u8], reply: Reply) -> Result<Vec<u8>, GitError> {
         self.send_line(line)?;
         self.flush()?;
-        self.read_reply(reply)
+        let answer = self.read_reply(reply)?;
+        // git replies to a read only after reading every line before it, and dies at the first it refuses.
+        self.unconfirmed = false;
+        Ok(answer)
+    }
+
+    /// Makes sure git has read everything sent so far without dying of it: a read answered by cat-blobd after
+    /// a line git dies on would never have been answered by git alone. A `cat-blob` of the null id (no object
+    /// has it) is accepted wherever cat-blobd answers reads (the top level, a commit's file changes, before
+    /// inline data: git 2.47's `parse_new_commit` and `file_change_m`) and changes nothing; git writes its
+    /// `missing` reply after reading the lines before it.
+    pub(crate) fn confirm(&mut self, null: &gix_hash::ObjectId) -> Result<(), GitError> {
+        if self.unconfirmed {
+            self.relay(format!("cat-blob {null}").as_bytes(), Reply::CatBlob)?;
+        }
+        Ok(())
     }
 
     fn read_reply(&mut self, reply: Reply) -> Result<Vec<u8>, GitError> {

@@ -93,10 +93,18 @@ impl<'a> Session<'a> {
     /// marks file) before it reads on, and a frontend may look at the repository after the next response.
     /// A `cat-blob` of the null id is the round trip: git answers `missing` only after the checkpoint.
     pub(super) fn git_checkpoint(&mut self) -> Result<(), SessionError> {
-        let null = gix_hash::ObjectId::null(self.store.object_hash());
-        let git = self.git.as_mut().expect("git runs");
-        git.send_line(b"checkpoint")?;
-        git.relay(format!("cat-blob {null}").as_bytes(), Reply::CatBlob)?;
+        self.forward(b"checkpoint")?;
+        self.confirm_git()
+    }
+
+    /// Before a response cat-blobd makes itself (a read it answers, `progress`): git has read every line
+    /// forwarded before it without dying (see [`Git::confirm`]), as git alone would have before answering.
+    /// Free unless lines were forwarded since git last replied: reads in a row, or before any writing, cost
+    /// no round trip.
+    pub(super) fn confirm_git(&mut self) -> Result<(), SessionError> {
+        if let Some(git) = &mut self.git {
+            git.confirm(&gix_hash::ObjectId::null(self.store.object_hash()))?;
+        }
         Ok(())
     }
 
