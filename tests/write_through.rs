@@ -13,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::util::case::{Case, Source, StderrMatch, assert_same_repository, case};
 use crate::util::{
     CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, clean_git_env, escape, feed_stdin, git,
     parse_responses, read_all, rev_parse, scratch_repo, wait_with_timeout,
@@ -65,17 +66,7 @@ impl Both {
         assert_bytes_eq(&format!("{what}: cat-blob fd"), &git.fd3, &ours.fd3);
         assert_bytes_eq(&format!("{what}: stdout"), &git.stdout, &ours.stdout);
         assert_bytes_eq(&format!("{what}: first stderr line"), git.first_stderr_line(), ours.first_stderr_line());
-        for query in [
-            &["for-each-ref", "--format=%(objectname) %(refname)"][..],
-            &["rev-parse", "--all"],
-            &["cat-file", "--batch-all-objects", "--batch-check"],
-        ] {
-            let (expected, actual) = (git_out(&self.git_repo, query), git_out(&self.our_repo, query));
-            assert_bytes_eq(&format!("{what}: git {}", query.join(" ")), &expected, &actual);
-        }
-        for repo in [&self.git_repo, &self.our_repo] {
-            git_out(repo, &["fsck", "--no-progress", "--no-dangling"]);
-        }
+        assert_same_repository(what, &self.git_repo, &self.our_repo);
         for name in marks {
             let read = |repo: &Path| fs::read(repo.join(name)).ok();
             let (expected, actual) = (read(&self.git_repo), read(&self.our_repo));
@@ -258,6 +249,106 @@ fn failures_end_as_with_git_alone() {
     }
 }
 
+/// A blob, a commit that uses it, and a read: git runs from here on.
+fn git_running() -> String {
+    format!("blob\nmark :1\ndata 3\nabc\ncommit refs/heads/main\nmark :2\ncommitter {IDENT}\ndata 0\nM 100644 :1 a\n\n")
+}
+
+/// A case that writes, compared in full: stderr byte for byte (or but for ASCII case), the repository, marks.
+fn writing_case(what: &str, stream: &str, stderr: StderrMatch) -> Case {
+    case(what, stream)
+        .args(&["--export-marks=out.marks"])
+        .compare("out.marks")
+        .whole_stderr(stderr)
+        .compare_repository()
+}
+
+/// cat-blobd fails first while git runs: git dies where it stands, and stderr is git alone's: one `fatal:`
+/// line (git's own, where git dies of the same line; cat-blobd's in the place of git's line about the poison
+/// line that ends its input), then git's crash report line.
+#[test]
+fn failing_first_prints_one_fatal_as_git_alone() {
+    let commit_reading = format!(
+        "commit refs/heads/main\ncommitter {IDENT}\ndata 0\nfrom :2\nM 100644 :1 b\ncat-blob :1\nM 100644 :1 c\n\n"
+    );
+    let git_running = git_running();
+    let mut checks = crate::util::case::Checks::default();
+    for (what, tail, message, stderr) in [
+        (
+            "feature",
+            "feature done\ncat-blob :1\n",
+            "fatal: Got feature command 'done' after data command",
+            StderrMatch::Exact,
+        ),
+        (
+            "option",
+            "cat-blob :1\noption git --quiet\n",
+            "fatal: Got option command '--quiet' after data command",
+            StderrMatch::Exact,
+        ),
+        // The responses' fd is not open: cat-blobd finds out writing a response it made itself.
+        (
+            "unwritable response at the top level",
+            "cat-blob :1\nget-mark :2\n",
+            "fatal: Write to frontend failed: Bad file descriptor",
+            StderrMatch::AnyCase,
+        ),
+        (
+            "unwritable response in a commit",
+            &commit_reading,
+            "fatal: Write to frontend failed: Bad file descriptor",
+            StderrMatch::AnyCase,
+        ),
+    ] {
+        let mut case = writing_case(what, &format!("{git_running}{tail}"), stderr);
+        if stderr == StderrMatch::AnyCase {
+            case = case.args(&["--cat-blob-fd=9"]);
+        }
+        case.check(&mut checks, 128, message);
+    }
+    checks.finish();
+}
+
+/// git's own stderr still reaches the frontend in full, in order, before cat-blobd exits: a warning and its
+/// exit status 1, git's statistics before cat-blobd's.
+#[test]
+fn git_stderr_is_relayed_in_full() {
+    let not_fast_forward = format!(
+        "commit refs/heads/main\nmark :1\ncommitter {IDENT}\ndata 0\n\ncheckpoint\nreset refs/heads/main\n\n\
+         commit refs/heads/main\ncommitter {IDENT}\ndata 2\nb\n\nget-mark :1\n"
+    );
+    writing_case("warning", &not_fast_forward, StderrMatch::Exact).expect(1, "Not updating refs/heads/main (new tip");
+    let both = run_both(Fixture::Basic, git_running().as_bytes(), &["--stats"]);
+    assert!(
+        both.git.status.success() && both.git.stderr.starts_with(b"fast-import statistics:"),
+        "{}",
+        both.git.describe()
+    );
+    let ours = &both.ours.stderr;
+    assert_bytes_eq("git's statistics first", &both.git.stderr, &ours[..both.git.stderr.len().min(ours.len())]);
+    assert!(ours[both.git.stderr.len()..].starts_with(b"cat-blobd statistics:"), "then ours: {}", escape(ours));
+}
+
+/// A file change git dies on inside a commit: no read after it is answered (by cat-blobd, which could), as
+/// with git alone, wherever the read is.
+#[test]
+fn no_read_answered_after_a_change_git_dies_on() {
+    let commit = format!("commit refs/heads/main\ncommitter {IDENT}\ndata 0\nfrom :2\nM 100644 :99 b\n");
+    let mut checks = crate::util::case::Checks::default();
+    for (what, tail) in [
+        ("cat-blob of a stream blob", "cat-blob :1\n\n"),
+        ("cat-blob of a repository blob", "cat-blob {blob}\n\n"),
+        ("ls of a tree", "ls {tree} README.md\n\n"),
+        ("before inline data", "M 100644 inline c\ncat-blob :1\ndata 1\nc\n\n"),
+        ("get-mark after the commit", "\nget-mark :1\n"),
+        ("progress after the commit", "\nprogress p\n"),
+    ] {
+        let stream = format!("{}{commit}{tail}cat-blob :1\n", git_running());
+        writing_case(what, &stream, StderrMatch::Exact).check(&mut checks, 128, "fatal: mark :99 not declared");
+    }
+    checks.finish();
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Seeded random mixed streams
 
@@ -329,6 +420,24 @@ fn random_mixed_streams_match_git_alone() {
         }
         let both = run_both(Fixture::Basic, &stream, &["--export-marks=out.marks"]);
         both.assert_same(&format!("seed {seed} (replay with CATBLOBD_WRITE_THROUGH_SEED={seed})"), &["out.marks"]);
+    }
+}
+
+/// Random mixed streams with a file change git dies on in the middle of one of their commits.
+#[test]
+fn random_mixed_streams_failing_mid_commit() {
+    for seed in 0..4u64 {
+        let stream = random_stream(seed);
+        let modifies: Vec<usize> = (0..stream.len()).filter(|&i| stream[i..].starts_with(b"\nM 100644 :")).collect();
+        let at = modifies[Rng::new(seed).below(modifies.len())] + 1;
+        let stream = [&stream[..at], b"M 100644 :999999 undeclared\n", &stream[at..]].concat();
+        Case::new(&format!("seed {seed}, failing"), Source::Fixture(Fixture::Basic))
+            .raw_stream(stream)
+            .args(&["--export-marks=out.marks"])
+            .compare("out.marks")
+            .whole_stderr(StderrMatch::Exact)
+            .compare_repository()
+            .expect(128, "fatal: mark :999999 not declared");
     }
 }
 

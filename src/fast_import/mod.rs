@@ -298,6 +298,7 @@ impl<'a> Session<'a> {
                     self.count_request();
                     match self.marks.get(mark) {
                         Some(id) => {
+                            self.confirm_git()?;
                             let mut line = id.to_hex().to_string().into_bytes();
                             line.push(b'\n');
                             engine.ready(Response::Line(line), Target::Main)?;
@@ -325,12 +326,15 @@ impl<'a> Session<'a> {
                     break;
                 }
                 Command::Progress => {
+                    self.confirm_git()?;
                     // The raw line, NUL and all: git writes `command_buf.len` bytes.
                     let mut progress = reader.line().to_vec();
                     progress.push(b'\n');
                     engine.ready(Response::Line(progress), Target::Stdout)?;
                     reader.skip_optional_lf()?;
                 }
+                // git runs only after a data command, and dies of these there with its own message.
+                Command::Feature(_) | Command::OptionGit(_) if self.writing() => return self.refused(&raw),
                 Command::Feature(feature) => {
                     let feature = feature.to_vec();
                     self.settings.stream_feature(&feature, self.seen_data_command)?;
@@ -469,6 +473,7 @@ impl<'a> Session<'a> {
             Dataref::Oid(oid) => oid,
             Dataref::Mark(mark) => self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?,
         };
+        self.confirm_git()?;
         self.count_request();
         if let Some(data) = written_blob(&self.blobs, self.store, &oid)? {
             return Ok(engine.ready(Response::blob(&oid, data), Target::Main)?);
@@ -486,9 +491,15 @@ impl<'a> Session<'a> {
         let line = request::c_string(raw).to_vec();
         let ls_options = self.ls;
         match ls::ls(&line, arg, &mut self.objects(), &ls_options) {
-            Ok(response) => Ok(engine.ready(Response::Line(response), Target::Main)?),
-            // Damage is never git's to paper over.
-            Err(LsError::Read(err)) => Err(err.into()),
+            Ok(response) => {
+                self.confirm_git()?;
+                Ok(engine.ready(Response::Line(response), Target::Main)?)
+            }
+            // Damage is never git's to paper over (unless git died before it).
+            Err(LsError::Read(err)) => {
+                self.confirm_git()?;
+                Err(err.into())
+            }
             Err(_) if self.writing() => self.relay(raw, Reply::Line, engine),
             Err(err) => Err(err.into()),
         }
@@ -545,10 +556,15 @@ impl<'a> Session<'a> {
                     Exit::of_code(code)
                 } else {
                     let message = err.to_string();
-                    self.message(&fatal_line(&message));
+                    let line = fatal_line(&message);
                     fatal = Some(message);
                     // git's die handler still writes the marks file; death by SIGPIPE does not.
-                    let git = self.end_git(if broken_pipe { GitEnd::Kill } else { GitEnd::Abort });
+                    let git = if broken_pipe {
+                        self.message(&line);
+                        self.end_git(GitEnd::Kill)
+                    } else {
+                        self.end_git(GitEnd::Abort(line))
+                    };
                     if git.is_none() && !broken_pipe {
                         self.export_marks();
                     }

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use super::{Fixture, Output, Run, TempDir, assert_bytes_eq, assert_same_as_git, clean_git_env, escape, rev_parse};
+use super::{
+    Fixture, Output, Run, TempDir, assert_bytes_eq, assert_same_as_git, clean_git_env, escape, git, rev_parse,
+};
 
 pub const MISSING_ONE: &str = "0000000000000000000000000000000000000001";
 pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
@@ -182,6 +184,17 @@ pub struct Case {
     prepare: Option<Prepare>,
     compare: Vec<String>,
     compare_stderr: bool,
+    whole_stderr: Option<StderrMatch>,
+    compare_repository: bool,
+}
+
+/// How [`Case::whole_stderr`] compares.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum StderrMatch {
+    /// Byte for byte.
+    Exact,
+    /// Byte for byte but for ASCII case (cat-blobd's own messages use git 2.52's wording).
+    AnyCase,
 }
 
 /// A case on the `basic` fixture; the stream is a template.
@@ -204,6 +217,8 @@ impl Case {
             prepare: None,
             compare: Vec::new(),
             compare_stderr: true,
+            whole_stderr: None,
+            compare_repository: false,
         }
     }
 }
@@ -267,6 +282,19 @@ impl Case {
         self
     }
 
+    /// Compare all of stderr, not only its first line (git's own lines too, where a git runs behind
+    /// cat-blobd: its crash report's name is shown without the pid).
+    pub fn whole_stderr(mut self, how: StderrMatch) -> Case {
+        self.whole_stderr = Some(how);
+        self
+    }
+
+    /// Compare the repositories after the run too: refs and objects, and `git fsck` passes in both.
+    pub fn compare_repository(mut self) -> Case {
+        self.compare_repository = true;
+        self
+    }
+
     /// Compare the exit status and the output only (cat-blobd prints its own usage text).
     pub fn ignore_stderr(mut self) -> Case {
         self.compare_stderr = false;
@@ -309,11 +337,20 @@ impl Case {
             check_git(what, &git, code, message);
         }
         let (mut git, mut ours) = (git, ours);
-        if !self.compare_stderr {
+        if let Some(how) = self.whole_stderr {
+            let fold =
+                |bytes: &[u8]| if how == StderrMatch::AnyCase { bytes.to_ascii_lowercase() } else { bytes.to_vec() };
+            assert_bytes_eq(&format!("{what}: stderr"), &fold(&git.stderr), &fold(&ours.stderr));
+            assert_eq!(ours.status.code(), git.status.code(), "{what}: exit status: {}", ours.describe());
+        }
+        if !self.compare_stderr || self.whole_stderr.is_some() {
             git.stderr.clear();
             ours.stderr.clear();
         }
         assert_same_as_git(what, &git, &ours);
+        if self.compare_repository {
+            assert_same_repository(what, &git_repo, &ours_repo);
+        }
         for path in &self.compare {
             for path in [path.clone(), format!("{path}.lock")] {
                 let (g, o) = (fs::read(git_repo.join(&path)).ok(), fs::read(ours_repo.join(&path)).ok());
@@ -396,9 +433,30 @@ fn check_git(what: &str, git: &Output, code: i32, message: &str) {
     );
 }
 
-/// Shows the repository's path as `<repo>` in stderr, so messages naming marks files compare equal.
+/// What the two repositories hold: the same refs and objects, and both pass `git fsck`.
+#[track_caller]
+pub fn assert_same_repository(what: &str, git_repo: &Path, ours_repo: &Path) {
+    for query in [
+        &["for-each-ref", "--format=%(objectname) %(refname)"][..],
+        &["cat-file", "--batch-all-objects", "--batch-check"],
+    ] {
+        let (expected, actual) = (git(git_repo, query), git(ours_repo, query));
+        assert_bytes_eq(&format!("{what}: git {}", query.join(" ")), &expected, &actual);
+    }
+    for repo in [git_repo, ours_repo] {
+        git(repo, &["fsck", "--no-progress", "--no-dangling"]);
+    }
+}
+
+/// Shows the repository's path as `<repo>` in stderr, so messages naming marks files compare equal, and the
+/// pid in the name of git's crash report (`fast_import_crash_<pid>`) as `<pid>`.
 pub fn normalise(out: Output, repo: &Path) -> Output {
-    let stderr = replace_bytes(&out.stderr, repo.as_os_str().as_bytes(), b"<repo>");
+    let mut stderr = replace_bytes(&out.stderr, repo.as_os_str().as_bytes(), b"<repo>");
+    const CRASH: &[u8] = b"fast_import_crash_";
+    if let Some(at) = stderr.windows(CRASH.len()).position(|w| w == CRASH) {
+        let digits = stderr[at + CRASH.len()..].iter().take_while(|b| b.is_ascii_digit()).count();
+        stderr.splice(at + CRASH.len()..at + CRASH.len() + digits, b"<pid>".iter().copied());
+    }
     Output { stderr, ..out }
 }
 

@@ -4,7 +4,8 @@
 //! Its input is a socket rather than a pipe, written with `MSG_NOSIGNAL`: cat-blobd dies by SIGPIPE when its
 //! frontend goes away (as git does), but git dying must not kill cat-blobd before it has written every earlier
 //! response and passed git's exit status on. Its cat-blob fd is its stdout, a pipe only we read: relayed reads
-//! are the only thing git writes there, since `progress` is answered by cat-blobd and never forwarded.
+//! are the only thing git writes there, since `progress` is answered by cat-blobd and never forwarded. Its
+//! stderr is relayed to the stream's ([`super::stderr`]).
 use std::ffi::OsStr;
 use std::io::{self, BufRead, BufReader, Read};
 use std::os::fd::{AsFd, OwnedFd};
@@ -15,6 +16,8 @@ use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use rustix::net::{AddressFamily, SendFlags, SocketFlags, SocketType};
+
+use super::stderr::{POISON, StderrRelay};
 
 /// Bytes of git's input gathered before a `send`: large enough to make forwarding a stream of small commands
 /// cheap, small enough to stay well under a socket buffer.
@@ -56,6 +59,10 @@ pub(crate) struct Git {
     input: Option<OwnedFd>,
     buffer: Vec<u8>,
     replies: BufReader<ChildStdout>,
+    /// Bytes were sent since git last showed that it had read everything before them (by replying to a read
+    /// sent after them): git may have died of one of them.
+    unconfirmed: bool,
+    stderr: Option<StderrRelay>,
 }
 
 impl Git {
@@ -75,17 +82,30 @@ impl Git {
             command.env("GIT_DIR", git_dir);
         }
         command.stdin(Stdio::from(theirs)).stdout(Stdio::piped());
-        command.stderr(stderr.map_or_else(Stdio::null, Stdio::from));
+        command.stderr(if stderr.is_some() { Stdio::piped() } else { Stdio::null() });
         let mut child = command.spawn().map_err(GitError::Spawn)?;
         // The command holds git's end of the socket: drop it so git's exit closes the connection.
         drop(command);
         let stdout = child.stdout.take().expect("piped");
         RUNNING.store(i32::try_from(child.id()).unwrap_or(0), Ordering::Relaxed);
-        Ok(Git { child, input: Some(ours), buffer: Vec::with_capacity(INPUT_BUFFER), replies: BufReader::new(stdout) })
+        let replies = BufReader::new(stdout);
+        let buffer = Vec::with_capacity(INPUT_BUFFER);
+        let mut git = Git { child, input: Some(ours), buffer, replies, unconfirmed: false, stderr: None };
+        if let (Some(from), Some(to)) = (git.child.stderr.take(), stderr) {
+            match StderrRelay::start(from, to) {
+                Ok(relay) => git.stderr = Some(relay),
+                Err(err) => {
+                    let _ = git.kill();
+                    return Err(GitError::Spawn(err));
+                }
+            }
+        }
+        Ok(git)
     }
 
     /// Queues bytes for git's input, sending when the buffer fills.
     pub(crate) fn send(&mut self, bytes: &[u8]) -> Result<(), GitError> {
+        self.unconfirmed = true;
         if self.buffer.len() + bytes.len() > INPUT_BUFFER {
             self.flush()?;
             if bytes.len() > INPUT_BUFFER {
@@ -128,7 +148,22 @@ impl Git {
     pub(crate) fn relay(&mut self, line: &[u8], reply: Reply) -> Result<Vec<u8>, GitError> {
         self.send_line(line)?;
         self.flush()?;
-        self.read_reply(reply)
+        let answer = self.read_reply(reply)?;
+        // git replies to a read only after reading every line before it, and dies at the first it refuses.
+        self.unconfirmed = false;
+        Ok(answer)
+    }
+
+    /// Makes sure git has read everything sent so far without dying of it: a read answered by cat-blobd after
+    /// a line git dies on would never have been answered by git alone. A `cat-blob` of the null id (no object
+    /// has it) is accepted wherever cat-blobd answers reads (the top level, a commit's file changes, before
+    /// inline data: git 2.47's `parse_new_commit` and `file_change_m`) and changes nothing; git writes its
+    /// `missing` reply after reading the lines before it.
+    pub(crate) fn confirm(&mut self, null: &gix_hash::ObjectId) -> Result<(), GitError> {
+        if self.unconfirmed {
+            self.relay(format!("cat-blob {null}").as_bytes(), Reply::CatBlob)?;
+        }
+        Ok(())
     }
 
     fn read_reply(&mut self, reply: Reply) -> Result<Vec<u8>, GitError> {
@@ -158,16 +193,24 @@ impl Git {
         self.wait()
     }
 
+    /// Waits for git's exit, then for the rest of its stderr.
     fn wait(&mut self) -> Result<ExitStatus, GitError> {
         let status = self.child.wait().map_err(GitError::Wait);
         let _ = RUNNING.compare_exchange(self.child.id() as i32, 0, Ordering::Relaxed, Ordering::Relaxed);
+        if let Some(relay) = self.stderr.take() {
+            relay.finish();
+        }
         status
     }
 
-    /// Makes git die where it stands, so it writes nothing more: its input ends on a line that no state of its
-    /// parser accepts (a NUL-led line ends a commit or header and is then an unsupported command).
-    pub(crate) fn abort(mut self) -> Result<ExitStatus, GitError> {
-        let _ = self.send(b"\0cat-blobd: the stream failed\n");
+    /// cat-blobd failed first, with the `fatal:` line `fatal`: git dies where it stands, so it writes nothing
+    /// more. Its input ends on [`POISON`], and `fatal` takes the place of git's line about it on stderr (or is
+    /// printed after git's stderr, if git had died before; or nowhere, if the stream has no stderr).
+    pub(crate) fn abort(mut self, fatal: Vec<u8>) -> Result<ExitStatus, GitError> {
+        if let Some(relay) = &self.stderr {
+            relay.replace_poison_line(fatal);
+        }
+        let _ = self.send(POISON);
         self.finish()
     }
 

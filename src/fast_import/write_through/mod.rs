@@ -11,6 +11,7 @@
 //! - git owns the marks files once it runs, and its exit status is the stream's.
 mod git;
 mod grammar;
+mod stderr;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -92,10 +93,18 @@ impl<'a> Session<'a> {
     /// marks file) before it reads on, and a frontend may look at the repository after the next response.
     /// A `cat-blob` of the null id is the round trip: git answers `missing` only after the checkpoint.
     pub(super) fn git_checkpoint(&mut self) -> Result<(), SessionError> {
-        let null = gix_hash::ObjectId::null(self.store.object_hash());
-        let git = self.git.as_mut().expect("git runs");
-        git.send_line(b"checkpoint")?;
-        git.relay(format!("cat-blob {null}").as_bytes(), Reply::CatBlob)?;
+        self.forward(b"checkpoint")?;
+        self.confirm_git()
+    }
+
+    /// Before a response cat-blobd makes itself (a read it answers, `progress`): git has read every line
+    /// forwarded before it without dying (see [`Git::confirm`]), as git alone would have before answering.
+    /// Free unless lines were forwarded since git last replied: reads in a row, or before any writing, cost
+    /// no round trip.
+    pub(super) fn confirm_git(&mut self) -> Result<(), SessionError> {
+        if let Some(git) = &mut self.git {
+            git.confirm(&gix_hash::ObjectId::null(self.store.object_hash()))?;
+        }
         Ok(())
     }
 
@@ -232,12 +241,13 @@ impl<'a> Session<'a> {
 }
 
 /// How git is to end with the stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum GitEnd {
     /// The input ends: git finishes as at the end of its stdin (or has died already).
     Finish,
-    /// cat-blobd failed first: git dies where it stands, as it would have on the same stream.
-    Abort,
+    /// cat-blobd failed first, with this `fatal:` line: git dies where it stands, as it would have on the
+    /// same stream, and the line is printed where git alone would have printed its own.
+    Abort(Vec<u8>),
     /// The frontend went away: git dies as by SIGPIPE, without marks.
     Kill,
 }
@@ -263,11 +273,18 @@ impl Session<'_> {
 
     /// Ends git if it ran; returns its exit status as a shell reports it.
     pub(super) fn end_git(&mut self, how: GitEnd) -> Option<u8> {
+        let how = match how {
+            // Nothing (more) of git's to print it in place of: it goes first.
+            GitEnd::Abort(fatal) if self.git.is_none() || self.persist_only => {
+                self.message(&fatal);
+                GitEnd::Finish
+            }
+            how => how,
+        };
         if let Some(git) = self.git.take() {
-            let how = if self.persist_only && how == GitEnd::Abort { GitEnd::Finish } else { how };
             let status = match how {
                 GitEnd::Finish => git.finish(),
-                GitEnd::Abort => git.abort(),
+                GitEnd::Abort(fatal) => git.abort(fatal),
                 GitEnd::Kill => git.kill(),
             };
             match status {
