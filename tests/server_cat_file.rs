@@ -31,6 +31,21 @@ fn same_through(daemon: &Daemon, dir: &Path, args: &[&str], stdin: &[u8], stderr
     assert_same(&what, &git, &ours, stderr);
 }
 
+/// `cat-blobd connect --socket <daemon's> cat-file <args>`, all three std fds piped.
+fn spawn_connect(daemon: &Daemon, args: &[&str]) -> std::process::Child {
+    Command::new(CAT_BLOBD)
+        .arg("connect")
+        .arg("--socket")
+        .arg(&daemon.socket)
+        .arg("cat-file")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn cat-blobd connect")
+}
+
 #[test]
 fn server_cat_file_batch_modes_match_git() {
     let dir = repo("names.git");
@@ -184,16 +199,7 @@ fn server_cat_file_and_fast_import_clients_share_one_daemon() {
 fn server_cat_file_takes_a_slot_and_is_cut_at_shutdown() {
     let dir = repo("names.git");
     let mut daemon = Daemon::start(&dir, &["--max-connections", "1", "--refuse-when-full", "--grace", "0.2"]);
-    let mut child = Command::new(CAT_BLOBD)
-        .arg("connect")
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .args(["cat-file", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn cat-blobd connect");
+    let mut child = spawn_connect(&daemon, &["--batch"]);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     let stderr = read_all(child.stderr.take().unwrap());
@@ -260,16 +266,7 @@ fn server_cat_file_all_objects_is_cut_between_objects_at_shutdown() {
     // One object in flight at a time, and no grace: the cut comes while the run waits for the reader.
     let mut daemon = Daemon::start(&git_dir, &["--grace", "0", "--window", "1"]);
     let full = run("git", &git_dir, &["--batch-all-objects", "--batch"], b"", &[]).stdout;
-    let mut child = Command::new(CAT_BLOBD)
-        .arg("connect")
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .args(["cat-file", "--batch-all-objects", "--batch"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn cat-blobd connect");
+    let mut child = spawn_connect(&daemon, &["--batch-all-objects", "--batch"]);
     let mut stdout = child.stdout.take().unwrap();
     let stderr = read_all(child.stderr.take().unwrap());
     let mut got = vec![0u8; 1];
@@ -291,16 +288,7 @@ fn server_cat_file_all_objects_is_cut_between_objects_at_shutdown() {
 fn server_cat_file_client_killed_frees_its_connection() {
     let dir = repo("names.git");
     let mut daemon = Daemon::start(&dir, &[]);
-    let mut child = Command::new(CAT_BLOBD)
-        .arg("connect")
-        .arg("--socket")
-        .arg(&daemon.socket)
-        .args(["cat-file", "--batch-check"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn cat-blobd connect");
+    let mut child = spawn_connect(&daemon, &["--batch-check"]);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     std::io::Write::write_all(&mut stdin, b"HEAD\n").unwrap();
