@@ -640,3 +640,37 @@ fn hardening_marks_are_capped_per_stream_and_in_all() {
     let fits = connect(&daemon.socket, &marks_stream(1, 3), false, &[]);
     assert!(fits.status.success(), "{}", fits.describe());
 }
+
+/// A blob past --stream-blob-memory is served from the spill file without allocating its length: under a data
+/// limit (RLIMIT_DATA) far below its size, cat-blob of it still answers git's bytes.
+#[test]
+fn hardening_a_spilled_blob_is_served_without_allocating_its_length() {
+    let size: usize = 16 << 20;
+    let content: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    let mut stream = format!("blob\nmark :1\ndata {size}\n").into_bytes();
+    stream.extend_from_slice(&content);
+    stream.extend_from_slice(b"\ncat-blob :1\ncat-blob :1\n");
+    let mut expected = format!("{} blob {size}\n", blob_id(&content)).into_bytes();
+    expected.extend_from_slice(&content);
+    expected.push(b'\n');
+    let expected = expected.repeat(2);
+    let git_dir = Fixture::Basic.git_dir();
+    let mut cmd = Command::new("sh");
+    crate::util::clean_git_env(&mut cmd);
+    // 8 MiB of data segment: twice what cat-blobd needs here, half the blob.
+    cmd.args(["-c", "ulimit -d 8192 && exec \"$0\" \"$@\"", crate::util::CAT_BLOBD, "--stream-blob-memory=0"])
+        .arg("--git-dir")
+        .arg(&git_dir)
+        .args(["--threads", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = thread::spawn(move || stdin.write_all(&stream));
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap().unwrap();
+    assert!(out.status.success(), "{}: {}", out.status, escape(&out.stderr));
+    assert_eq!(out.stdout.len(), expected.len());
+    assert!(out.stdout == expected, "the spilled blob's bytes, twice");
+}

@@ -2,12 +2,12 @@
 //! they are from git's in-progress pack.
 //!
 //! Bodies stay in memory up to a byte budget; past it they go to an anonymous temporary file, so a stream of
-//! many gigabytes of blobs runs in bounded memory.
+//! many gigabytes of blobs runs in bounded memory. A spilled blob is read back as a read-only mapping of its
+//! stretch of that file, never copied whole.
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::sync::Arc;
 
 use super::{Data, ObjectId};
 
@@ -30,6 +30,8 @@ pub(crate) struct StreamBlobs {
     blobs: HashMap<ObjectId, Stored>,
     memory_budget: usize,
     memory_used: usize,
+    /// Written only at `spill_len` and past it, and cut back only to the start of a body that was not stored:
+    /// the stretch of a stored blob never changes (what mapping it relies on).
     spill: Option<File>,
     spill_len: u64,
 }
@@ -83,14 +85,30 @@ impl StreamBlobs {
     pub(crate) fn get(&self, id: &ObjectId) -> Result<Option<Data>, StreamBlobError> {
         match self.blobs.get(id) {
             None => Ok(None),
-            Some(Stored::Memory(data)) => Ok(Some(Arc::clone(data))),
-            Some(Stored::Spilled { offset, len }) => {
-                let file = self.spill.as_ref().expect("a spilled blob has a spill file");
-                let mut data = vec![0u8; *len as usize];
-                file.read_exact_at(&mut data, *offset).map_err(StreamBlobError::ReadBack)?;
-                Ok(Some(Arc::new(data)))
-            }
+            Some(Stored::Memory(data)) => Ok(Some(data.clone())),
+            Some(Stored::Spilled { offset, len }) => self.map(*offset, *len).map(Some),
         }
+    }
+
+    /// The stretch of the spill file that holds a stored blob, mapped read-only.
+    #[allow(unsafe_code)]
+    fn map(&self, offset: u64, len: u64) -> Result<Data, StreamBlobError> {
+        if len == 0 {
+            // mmap refuses an empty mapping.
+            return Ok(Data::default());
+        }
+        let len = usize::try_from(len).map_err(|_| StreamBlobError::ReadBack(io::ErrorKind::OutOfMemory.into()))?;
+        let file = self.spill.as_ref().expect("a spilled blob has a spill file");
+        // SAFETY: a mapping is sound while nothing changes or cuts off the bytes it covers. This file is the
+        // process's own anonymous temporary (`tempfile::tempfile`: O_TMPFILE, or unlinked at once, and
+        // close-on-exec so no child inherits it): no other process can open it but through /proc/<pid>/fd, which
+        // takes the rights to write this process's memory anyway. In this process only `StreamBlobs` writes it:
+        // at `spill_len` and past it, and `set_len` only cuts it back to the start of a body that was not
+        // stored. A stored blob's stretch, [offset, offset + len), lies below `spill_len` from the moment it is
+        // stored and `spill_len` never goes below its end again, so these bytes never change while mapped. The
+        // mapping outlives the file handle safely (it holds its own reference to the file).
+        let map = unsafe { memmap2::MmapOptions::new().offset(offset).len(len).map(file) };
+        Ok(Data::mapped(map.map_err(StreamBlobError::ReadBack)?))
     }
 
     pub(crate) fn contains(&self, id: &ObjectId) -> bool {
@@ -167,7 +185,7 @@ impl BodyWriter<'_> {
             Some(offset) => Stored::Spilled { offset, len: self.len },
             None => {
                 self.blobs.memory_used += self.memory.len();
-                Stored::Memory(Arc::new(std::mem::take(&mut self.memory)))
+                Stored::Memory(Data::new(std::mem::take(&mut self.memory)))
             }
         };
         self.blobs.blobs.insert(id, stored);
@@ -252,5 +270,23 @@ mod tests {
             assert!(blobs.memory_used <= 100);
         }
         assert_eq!(blobs.blobs.len(), 20);
+    }
+
+    #[test]
+    fn a_spilled_blob_is_served_from_a_mapping_of_its_own_bytes() {
+        let mut blobs = StreamBlobs::new(0);
+        let bodies: Vec<Vec<u8>> = (0..5u8).map(|i| vec![b'a' + i; 5000 + usize::from(i)]).collect();
+        let ids: Vec<_> = bodies.iter().map(|body| store(&mut blobs, body, true, 777)).collect();
+        // A blob defined again is cut off the file's end, and what follows overwrites that stretch.
+        store(&mut blobs, &bodies[4], false, 100);
+        let last = store(&mut blobs, b"after", true, 5);
+        for (id, body) in ids.iter().zip(&bodies) {
+            let data = blobs.get(id).unwrap().unwrap();
+            assert!(data.is_mapped(), "read back without copying");
+            assert_eq!(data.as_slice(), body.as_slice());
+        }
+        assert_eq!(blobs.get(&last).unwrap().unwrap().as_slice(), b"after");
+        let empty = store(&mut blobs, b"", true, 1);
+        assert_eq!(blobs.get(&empty).unwrap().unwrap().as_slice(), b"");
     }
 }
