@@ -134,6 +134,8 @@ mod daemon {
             hello_timeout: args.hello_timeout,
             max_marks: args.max_marks,
             max_marks_total: args.max_marks_total,
+            max_stream_blobs_total: args.max_stream_blobs_total,
+            max_spill_bytes_total: args.max_spill_bytes_total,
             log_format: args.log_format,
             session,
             repo,
