@@ -21,8 +21,8 @@
 //! cuts the rest ([`connection::Handle::cut`]), waits briefly for them to log, waits for every marks export in
 //! progress ([`crate::fast_import::marks::EXPORTS`]), and returns.
 //!
-//! SIGPIPE: the daemon keeps it ignored (the Rust runtime's default; `main` restores the default action only in
-//! the other modes), so a client that goes away ends its own stream with EPIPE, never the daemon.
+//! SIGPIPE: `main` has the daemon ignore it (and restores the default action in the other modes), so a client that
+//! goes away ends its own stream with EPIPE, never the daemon.
 mod accept;
 mod cat_file;
 pub mod client;
