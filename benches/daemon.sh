@@ -19,7 +19,8 @@
 #
 # GIT_DIR defaults to the `basic` test fixture (built by `cargo test`, or here with fixtures/make-fixtures.sh).
 # CAT_BLOBD=path picks the binary (default: a release build of this checkout). One python3 process starts every
-# measured process with posix_spawn (vfork + exec: no copy of a shell per stream) and times it to its exit.
+# measured process with posix_spawn (vfork + exec: no copy of a shell per stream) and times it to its exit, the
+# ways interleaved stream by stream; each way's p50 is also given as a multiple of /bin/true's in the same run.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -85,34 +86,47 @@ for s in 0 1 2; do
     cmp -s "$work/expected" "$work/plain.$s" || { echo "plain: stream $s differs from git" >&2; exit 1; }
 done
 
-# One way: every stream in turn (after a warm-up of 20), one time per line in microseconds. The stream is the
-# process's stdin; stdout and fd 3 go to /dev/null.
-measure() {
-    local way=$1
-    shift
-    MEASURE_STATUS=${MEASURE_STATUS:-0} python3 - "$work" "$streams" "$@" >"$work/times.$way" <<'PY'
+# The ways that start a process per stream, interleaved: stream s is run by each way in turn before stream s+1
+# (after a warm-up of 20), so that a change in the machine's load during the run weighs on every way alike and
+# the ratios between ways in one run hold even on a busy machine. Each way is `name status env argv…` (status:
+# the exit status it must end with; env: `-` or one VAR=value); one time per line in microseconds goes to
+# `$work/times.<name>`. The stream is the process's stdin; stdout, stderr and fd 3 go to /dev/null.
+measure_processes() {
+    python3 - "$work" "$streams" "$@" <<'PY'
 import os, sys, time
-work, streams, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-expected = int(os.environ["MEASURE_STATUS"])
+work, streams, specs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+ways = []
+for spec in specs:
+    name, status, env, *argv = spec.split("\x1f")
+    environ = dict(os.environ)
+    if env != "-":
+        key, value = env.split("=", 1)
+        environ[key] = value
+    ways.append((name, int(status), environ, argv))
 null = os.open("/dev/null", os.O_WRONLY)
-times = []
+times = {name: [] for name, *_ in ways}
 for s in list(range(20)) + list(range(streams)):
-    stream = os.open(f"{work}/streams/{s}", os.O_RDONLY)
-    actions = [(os.POSIX_SPAWN_DUP2, stream, 0), (os.POSIX_SPAWN_DUP2, null, 1), (os.POSIX_SPAWN_DUP2, null, 3)]
-    t0 = time.perf_counter_ns()
-    pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=actions)
-    _, status = os.waitpid(pid, 0)
-    times.append((time.perf_counter_ns() - t0) // 1000)
-    os.close(stream)
-    if os.waitstatus_to_exitcode(status) != expected:
-        sys.exit(f"{argv}: stream {s} exited with status {status}")
-print("\n".join(map(str, times[20:])))
+    for name, expected, environ, argv in ways:
+        stream = os.open(f"{work}/streams/{s}", os.O_RDONLY)
+        actions = [(os.POSIX_SPAWN_DUP2, stream, 0), (os.POSIX_SPAWN_DUP2, null, 1),
+                   (os.POSIX_SPAWN_DUP2, null, 2), (os.POSIX_SPAWN_DUP2, null, 3)]
+        t0 = time.perf_counter_ns()
+        pid = os.posix_spawn(argv[0], argv, environ, file_actions=actions)
+        _, status = os.waitpid(pid, 0)
+        times[name].append((time.perf_counter_ns() - t0) // 1000)
+        os.close(stream)
+        if os.waitstatus_to_exitcode(status) != expected:
+            sys.exit(f"{argv}: stream {s} exited with status {status}")
+for name, spent in times.items():
+    with open(f"{work}/times.{name}", "w") as out:
+        out.write("\n".join(map(str, spent[20:])) + "\n")
 PY
 }
 
-# A way that is meant to fail (exit 128), as `connect` without a daemon does.
-measure_failing() {
-    MEASURE_STATUS=128 measure "$@" 2>/dev/null
+# One way for measure_processes: name, exit status, one VAR=value or -, then the command.
+way() {
+    local IFS=$'\x1f'
+    printf '%s' "$*"
 }
 
 measure_plain() {
@@ -147,20 +161,22 @@ summary() { # way -> "total_ms p50_ms p99_ms"
 echo "repository: $git_dir ($(wc -l <"$work/blobs") blobs); $streams streams of $requests cat-blob requests"
 echo "binary: $CAT_BLOBD; $(git --version); $(nproc) cores"
 git=$(type -P git)
-measure daemon "$CAT_BLOBD" connect --socket "$work/socket" --quiet --cat-blob-fd=3
-GIT_DIR=$work/oracle.git measure git "$git" fast-import --quiet --cat-blob-fd=3
-measure fresh "$CAT_BLOBD" --git-dir "$git_dir" --quiet --cat-blob-fd=3
-measure floor "$(type -P true)"
-measure version "$CAT_BLOBD" --version
-measure_failing nodaemon "$CAT_BLOBD" connect --socket "$work/no-such-socket" --quiet
+measure_processes \
+    "$(way daemon 0 - "$CAT_BLOBD" connect --socket "$work/socket" --quiet --cat-blob-fd=3)" \
+    "$(way git 0 "GIT_DIR=$work/oracle.git" "$git" fast-import --quiet --cat-blob-fd=3)" \
+    "$(way fresh 0 - "$CAT_BLOBD" --git-dir "$git_dir" --quiet --cat-blob-fd=3)" \
+    "$(way floor 0 - "$(type -P true)")" \
+    "$(way version 0 - "$CAT_BLOBD" --version)" \
+    "$(way nodaemon 128 - "$CAT_BLOBD" connect --socket "$work/no-such-socket" --quiet)"
 measure_plain
 echo "dynamic loader, one run of connect:"
 LD_DEBUG=statistics "$CAT_BLOBD" connect --socket "$work/socket" --quiet --cat-blob-fd=3 <"$work/streams/0" \
     3>/dev/null 2>&1 >/dev/null | sed -n 's/^ *[0-9]*: *//p' | grep -E 'total startup time|relocations' || true
-printf '%-8s %12s %10s %10s\n' way total_ms p50_ms p99_ms
+printf '%-8s %12s %10s %10s %14s\n' way total_ms p50_ms p99_ms p50_vs_floor
+read -r _ floor_p50 _ < <(summary floor)
 for way in daemon git fresh plain floor version nodaemon; do
     read -r total p50 p99 < <(summary "$way")
-    printf '%-8s %12s %10s %10s\n' "$way" "$total" "$p50" "$p99"
+    printf '%-8s %12s %10s %10s %13.2fx\n' "$way" "$total" "$p50" "$p99" "$(awk -v a="$p50" -v b="$floor_p50" 'BEGIN { print a / b }')"
     eval "total_$way=$total p50_$way=$p50"
 done
 awk -v d="$total_daemon" -v g="$total_git" -v f="$total_fresh" -v p="$total_plain" -v n="$total_floor" \

@@ -5,12 +5,11 @@ use std::collections::HashMap;
 use std::io::{IoSlice, Read};
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 
 use cat_blobd::fast_import::command::{Context, parse_command};
 use cat_blobd::response::encode::Response;
 use cat_blobd::response::writev::{FdSink, GatherWriter};
-use cat_blobd::store::{ObjectId, Resolver, Store, StoreOptions};
+use cat_blobd::store::{Data, ObjectId, Resolver, Store, StoreOptions};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 fn request_parsing(c: &mut Criterion) {
@@ -38,8 +37,8 @@ fn gather_write(c: &mut Criterion) {
     let oid = ObjectId::from_hex(b"ce013625030ba8dba906f756967f9e9ca394464a").expect("hex");
     let mut group = c.benchmark_group("response");
     for size in [100usize, 16 << 10, 1 << 20] {
-        let payload = Arc::new(vec![b'x'; size]);
-        let responses: Vec<Response> = (0..32).map(|_| Response::blob(&oid, Arc::clone(&payload))).collect();
+        let payload = Data::new(vec![b'x'; size]);
+        let responses: Vec<Response> = (0..32).map(|_| Response::blob(&oid, payload.clone())).collect();
         group.throughput(Throughput::Bytes(responses.iter().map(|r| r.len() as u64).sum()));
         group.bench_function(format!("encode + writev 32 responses of {size} bytes into a pipe"), |b| {
             b.iter(|| {

@@ -38,6 +38,16 @@ pub struct Cli {
     #[arg(long, value_name = "BYTES", default_value = "256m", value_parser = parse_size)]
     pub stream_blob_memory: u64,
 
+    /// Distinct blobs a stream may define (`blob` commands; each takes about 100 bytes of memory to find it
+    /// by); a stream that defines more dies with `fatal:`.
+    #[arg(long, value_name = "N", default_value_t = 20_000_000)]
+    pub max_stream_blobs: u64,
+
+    /// Bytes of a stream's blobs that may go to its temporary file (past --stream-blob-memory); a stream that
+    /// spills more dies with `fatal:`.
+    #[arg(long, value_name = "BYTES", default_value = "1024g", value_parser = parse_size)]
+    pub max_spill_bytes: u64,
+
     /// Threads that find, inflate and delta-resolve objects (default: the available cores).
     #[arg(long, value_name = "N", env = "CAT_BLOBD_THREADS")]
     pub threads: Option<usize>,
@@ -74,10 +84,12 @@ pub struct Args {
 }
 
 /// Flags that belong to cat-blobd itself (each takes a value, as `--flag=v` or `--flag v`).
-const OWN_VALUE_FLAGS: [&str; 8] = [
+const OWN_VALUE_FLAGS: [&str; 10] = [
     "--git-dir",
     "--delta-cache-size",
     "--stream-blob-memory",
+    "--max-stream-blobs",
+    "--max-spill-bytes",
     "--threads",
     "--window",
     "--window-bytes",
@@ -201,11 +213,21 @@ pub struct ServeCli {
 
     /// Marks one stream may define (about 100 bytes each); a stream that defines more dies with `fatal:`.
     #[arg(long, value_name = "N", default_value_t = 10_000_000)]
-    pub max_marks: usize,
+    pub max_marks: u64,
 
     /// Marks all open streams together may hold; the stream that would pass it dies with `fatal:`.
     #[arg(long, value_name = "N", default_value_t = 20_000_000)]
-    pub max_marks_total: usize,
+    pub max_marks_total: u64,
+
+    /// Blobs all open streams together may define (see --max-stream-blobs); the stream that would pass it dies
+    /// with `fatal:`.
+    #[arg(long, value_name = "N", default_value_t = 40_000_000)]
+    pub max_stream_blobs_total: u64,
+
+    /// Bytes of blobs all open streams together may spill to their temporary files (see --max-spill-bytes); the
+    /// stream that would pass it dies with `fatal:`.
+    #[arg(long, value_name = "BYTES", default_value = "2048g", value_parser = parse_size)]
+    pub max_spill_bytes_total: u64,
 
     /// One line per connection on stderr: `text` (key=value) or `json`.
     #[arg(long, value_name = "FORMAT", default_value = "text")]

@@ -70,6 +70,7 @@ pub fn session(store: &Store, data: &[u8]) -> Exit {
     let config = SessionConfig {
         cache: SharedCache::new(1 << 20),
         stream_blob_memory: 1 << 20,
+        stream_blob_limits: Default::default(),
         ls: LsOptions { quote_path: true, ignore_case: false },
         fast_import_args: Vec::new(),
         relative_marks_dir: std::env::temp_dir().join("cat-blobd-fuzz-no-marks-here"),

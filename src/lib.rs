@@ -28,6 +28,7 @@ pub mod fatal;
 pub mod fuzzing;
 pub mod git_compat;
 mod line_reader;
+pub mod quota;
 mod repo;
 pub mod response;
 pub mod server;

@@ -2,9 +2,10 @@
 //! (0, 1 when the marks file could not be written, 128 fatal, 129 usage). A first argument `serve`, `connect` or
 //! `stats` selects daemon mode instead (see `cat_blobd::server`).
 #![deny(unsafe_code)]
+// No Rust `fn main`: see `main` below.
+#![no_main]
 
 use std::os::fd::AsFd;
-use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 
@@ -13,7 +14,43 @@ use cat_blobd::fatal::print_fatal;
 use cat_blobd::settings::{self, Assembled, Environment, Use};
 use cat_blobd::{cat_file, cli};
 
-fn main() -> ExitCode {
+/// The C entry point, in place of the one std generates around `fn main`, to skip std's start-up work that
+/// `cat-blobd` does not need and that costs a `connect` (a process per stream) about a fifth of its start-up
+/// (see `benches/daemon.sh`): finding the main thread's stack guard, which glibc does by reading and parsing
+/// `/proc/self/maps`, and installing the stack-overflow handlers with their alternate signal stacks, one per
+/// thread the daemon starts. What std's wrapper did and cat-blobd relies on is done here or in [`run_main`]:
+/// closed standard fds are opened on /dev/null, SIGPIPE (std ignored it; each mode sets it as it needs), a panic
+/// exits 101, and `std::process::exit` flushes stdout. A stack overflow is then a plain SIGSEGV, without std's message. The arguments are std's too: on
+/// glibc Linux it captures them before `main` (through `.init_array`), so `std::env::args_os` works unchanged.
+#[allow(unsafe_code)]
+// SAFETY: with `no_main`, std defines no `main` symbol, so this is the program's only one, with the signature
+// libc's start-up code calls; it reads neither argument.
+#[unsafe(no_mangle)]
+extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+    sanitize_standard_fds();
+    let code = std::panic::catch_unwind(run_main).unwrap_or(101);
+    std::process::exit(i32::from(code))
+}
+
+/// What std's start-up did, as git's `sanitize_stdfds` does: a standard fd that is not open is opened on
+/// /dev/null, so that no file opened later takes its number (and gets the output meant for it).
+#[allow(unsafe_code)]
+fn sanitize_standard_fds() {
+    let mut fds = [0, 1, 2].map(|fd| libc::pollfd { fd, events: 0, revents: 0 });
+    // SAFETY: `fds` is an array of 3 initialised pollfds that outlives the call; poll writes only their `revents`.
+    if unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } == -1 {
+        return;
+    }
+    for _closed in fds.iter().filter(|fd| fd.revents & libc::POLLNVAL != 0) {
+        // SAFETY: a NUL-terminated path and valid flags. The fds below this one are open (or were just opened in
+        // this loop), so the lowest free number, which `open` returns, is this one. Kept open for the process's
+        // life, inherited like the standard fd it stands for.
+        let _ = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+    }
+}
+
+/// What `cat-blobd` does, as its exit status.
+fn run_main() -> u8 {
     let mut args = std::env::args_os().skip(1).peekable();
     match cli::Mode::of(args.peek()) {
         cli::Mode::Stream => {}
@@ -37,10 +74,10 @@ fn main() -> ExitCode {
         Err(err) => return usage_error(err),
     };
     match run(args) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code,
         Err(err) => {
             print_fatal(&format!("{err:#}"));
-            ExitCode::from(128)
+            128
         }
     }
 }
@@ -56,7 +93,7 @@ fn run(args: cli::Args) -> anyhow::Result<u8> {
 }
 
 /// `cat-blobd cat-file …`, with git cat-file's flags; cat-blobd's own settings keep their defaults.
-fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
+fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> u8 {
     let defaults = cli::parse(std::iter::empty()).expect("the defaults parse").cli;
     let opened = settings::assemble(&defaults, &Environment::from_process(), Use::OneShot)
         .map_err(anyhow::Error::from)
@@ -65,7 +102,7 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
         Ok(opened) => opened,
         Err(err) => {
             print_fatal(&format!("{err:#}"));
-            return ExitCode::from(128);
+            return 128;
         }
     };
     let cat_file_repo = cat_file::Repo {
@@ -77,14 +114,13 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
         cache: stream.cache,
         engine: stream.engine,
     };
-    ExitCode::from(cat_file::run(args, &cat_file_repo, cat_file::Io::process(), stdin).code)
+    cat_file::run(args, &cat_file_repo, cat_file::Io::process(), stdin).code
 }
 
 /// The daemon's three commands: `serve`, `connect` and `stats`.
 mod daemon {
     use std::ffi::OsString;
     use std::io::Write;
-    use std::process::ExitCode;
     use std::sync::Arc;
 
     use clap::Parser;
@@ -97,23 +133,24 @@ mod daemon {
     use cat_blobd::server::{self, Server, ServerConfig, client, shutdown};
     use cat_blobd::settings::{self, Assembled, Environment, Use};
 
-    /// `cat-blobd serve`. SIGPIPE stays ignored (as the Rust runtime sets it): a client that goes away ends its
-    /// own stream with EPIPE, never the daemon. SIGTERM, SIGINT, SIGHUP and SIGQUIT are blocked before any thread
+    /// `cat-blobd serve`. SIGPIPE is ignored: a client that goes away ends its own stream with EPIPE, never the
+    /// daemon. SIGTERM, SIGINT, SIGHUP and SIGQUIT are blocked before any thread
     /// exists and taken by the signal thread.
-    pub fn serve_main(args: impl Iterator<Item = OsString>) -> ExitCode {
+    pub fn serve_main(args: impl Iterator<Item = OsString>) -> u8 {
+        super::ignore_sigpipe();
         if let Err(err) = shutdown::block_termination_signals() {
             print_fatal(&format!("cannot block the termination signals: {err}"));
-            return ExitCode::from(128);
+            return 128;
         }
         let args = match ServeCli::try_parse_from(std::iter::once(OsString::from("cat-blobd serve")).chain(args)) {
             Ok(args) => args,
             Err(err) => return usage_error(err),
         };
         match serve(args) {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(()) => 0,
             Err(err) => {
                 print_fatal(&format!("{err:#}"));
-                ExitCode::from(128)
+                128
             }
         }
     }
@@ -134,6 +171,8 @@ mod daemon {
             hello_timeout: args.hello_timeout,
             max_marks: args.max_marks,
             max_marks_total: args.max_marks_total,
+            max_stream_blobs_total: args.max_stream_blobs_total,
+            max_spill_bytes_total: args.max_spill_bytes_total,
             log_format: args.log_format,
             session,
             repo,
@@ -149,36 +188,36 @@ mod daemon {
     }
 
     /// `cat-blobd connect`: exits as the stream did, or dies by SIGPIPE as `cat-blobd` would have.
-    pub fn connect_main(args: impl Iterator<Item = OsString>) -> ExitCode {
+    pub fn connect_main(args: impl Iterator<Item = OsString>) -> u8 {
         let args = match cli::parse_connect(args) {
             Ok(args) => args,
             Err(err) => return usage_error(err),
         };
         match client::connect(&args.cli.socket, args.cli.server_uid, args.stream) {
-            Ok(Reply::Exit(status)) => ExitCode::from(status),
+            Ok(Reply::Exit(status)) => status,
             Ok(Reply::Signal(signal)) => {
                 if signal == SIGPIPE {
                     // SIGPIPE's default action was restored at start: this ends the process.
                     let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::PIPE);
                 }
-                ExitCode::from(128u8.saturating_add(u8::try_from(signal).unwrap_or(0)))
+                128u8.saturating_add(u8::try_from(signal).unwrap_or(0))
             }
             Ok(Reply::Fatal(text)) => {
                 let mut line = b"fatal: ".to_vec();
                 line.extend_from_slice(&text);
                 line.push(b'\n');
                 let _ = std::io::stderr().write_all(&line);
-                ExitCode::from(128)
+                128
             }
             Err(err) => {
                 print_fatal(&err.to_string());
-                ExitCode::from(128)
+                128
             }
         }
     }
 
     /// `cat-blobd stats`.
-    pub fn stats_main(args: impl Iterator<Item = OsString>) -> ExitCode {
+    pub fn stats_main(args: impl Iterator<Item = OsString>) -> u8 {
         let args = match StatsCli::try_parse_from(std::iter::once(OsString::from("cat-blobd stats")).chain(args)) {
             Ok(args) => args,
             Err(err) => return usage_error(err),
@@ -186,22 +225,22 @@ mod daemon {
         match client::stats(&args.socket) {
             Ok(text) => {
                 let _ = std::io::stdout().write_all(&text);
-                ExitCode::SUCCESS
+                0
             }
             Err(err) => {
                 print_fatal(&err.to_string());
-                ExitCode::from(128)
+                128
             }
         }
     }
 }
 
 /// Errors in cat-blobd's own flags: `--help` and `--version` print and succeed; anything else is usage (129).
-fn usage_error(err: clap::Error) -> ExitCode {
+fn usage_error(err: clap::Error) -> u8 {
     let _ = err.print();
     match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
-        _ => ExitCode::from(129),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => 0,
+        _ => 129,
     }
 }
 
@@ -228,8 +267,18 @@ fn sigpipe_takes_git_along() {
     }
 }
 
+/// SIGPIPE ignored: writes to a closed pipe or socket fail with EPIPE instead.
+#[allow(unsafe_code)]
+fn ignore_sigpipe() {
+    // SAFETY: called first thing in main, before any thread exists; `signal` only changes this process's
+    // disposition of SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
 /// Like git (`restore_sigpipe_to_default`), die quietly by SIGPIPE when the frontend stops reading, even if
-/// our parent ignored or blocked the signal: the Rust runtime ignores it at start-up.
+/// our parent ignored or blocked the signal.
 #[allow(unsafe_code)]
 fn restore_sigpipe() {
     let set = cat_blobd::git_compat::sigset::sigset(&[libc::SIGPIPE]);

@@ -12,8 +12,10 @@ use crate::fast_import::SessionConfig;
 use crate::fast_import::ls::LsOptions;
 use crate::fast_import::write_through::WriteThrough;
 use crate::git_compat::parse_ulong::git_parse_ulong;
+use crate::quota::Limit;
 use crate::repo::{RepoError, Repository};
 use crate::store::cache::SharedCache;
+use crate::store::stream::StreamBlobLimits;
 use crate::store::{Replacements, Store, StoreOptions};
 
 /// The environment variables cat-blobd itself reads (gix-discover and gix-config read git's ceiling and
@@ -109,6 +111,10 @@ pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<Assembl
     let stream = SessionConfig {
         cache: SharedCache::new(usize::try_from(cli.delta_cache_size).unwrap_or(usize::MAX)),
         stream_blob_memory: usize::try_from(cli.stream_blob_memory).unwrap_or(usize::MAX),
+        stream_blob_limits: StreamBlobLimits {
+            count: Limit { per_stream: Some(cli.max_stream_blobs), shared: None },
+            spill_bytes: Limit { per_stream: Some(cli.max_spill_bytes), shared: None },
+        },
         ls: LsOptions { quote_path: repo.config.quote_path, ignore_case: repo.config.ignore_case },
         fast_import_args: Vec::new(),
         relative_marks_dir: repo.common_dir.join("info").join("fast-import"),

@@ -626,6 +626,30 @@ fn cat_blob_fd_that_is_not_open_like_git() {
     }
 }
 
+/// A standard fd that is not open is opened on /dev/null before anything else, as git's `sanitize_stdfds` does
+/// (and std did before `main` became the C entry point): with stdout closed, progress goes nowhere and responses
+/// still reach the cat-blob fd; with stderr closed, a fatal error still exits 128 and a file opened later never
+/// takes fd 2.
+#[test]
+fn closed_standard_fds_are_opened_on_dev_null_like_git() {
+    let id = loose_blobs()[0].clone();
+    let ok = format!("progress before\ncat-blob {id}\nprogress after\n").into_bytes();
+    let fatal = format!("cat-blob {id}\nnot-a-command\n").into_bytes();
+    for (what, redirect, stream) in
+        [("stdout closed", "1>&-", &ok), ("stderr closed", "2>&-", &fatal), ("stdin closed", "0<&-", &ok)]
+    {
+        let (_dir, git) = oracle(Fixture::Basic);
+        let git = git.arg("--cat-blob-fd=3").capture_fd3().redirect(redirect).stdin(stream.clone()).run();
+        let ours = Run::cat_blobd_on(Fixture::Basic)
+            .arg("--cat-blob-fd=3")
+            .capture_fd3()
+            .redirect(redirect)
+            .stdin(stream.clone())
+            .run();
+        assert_same_as_git(what, &git, &ours);
+    }
+}
+
 /// A stream with large and small responses, for the slow-reader tests.
 fn mixed_stream(big: &[&str]) -> Vec<u8> {
     let mut ids: Vec<String> = Vec::new();

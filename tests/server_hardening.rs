@@ -640,3 +640,130 @@ fn hardening_marks_are_capped_per_stream_and_in_all() {
     let fits = connect(&daemon.socket, &marks_stream(1, 3), false, &[]);
     assert!(fits.status.success(), "{}", fits.describe());
 }
+
+/// A `blob` command with `content`, then `cat-blob` of it (by mark `mark`).
+fn blob_and_cat(mark: u64, content: &str) -> String {
+    format!("blob\nmark :{mark}\ndata {}\n{content}\ncat-blob :{mark}\n", content.len())
+}
+
+/// git's answer to `cat-blob` of a blob of `content`.
+fn cat_blob_answer(content: &str) -> Vec<u8> {
+    format!("{} blob {}\n{content}\n", blob_id(content.as_bytes()), content.len()).into_bytes()
+}
+
+/// A stream may define at most --max-stream-blobs distinct blobs and spill at most --max-spill-bytes of them, in
+/// the one-shot binary too: past either, it dies with a `fatal:` line naming the flag, after every earlier
+/// response has been written in full. A blob defined again counts once.
+#[test]
+fn hardening_stream_blobs_are_capped_per_stream() {
+    let stream = format!("{}{}{}", blob_and_cat(1, "one"), blob_and_cat(2, "one"), blob_and_cat(3, "two"));
+    let stream = format!("{stream}{}", blob_and_cat(4, "three"));
+    let expected = [cat_blob_answer("one"), cat_blob_answer("one"), cat_blob_answer("two")].concat();
+    let out = direct(Fixture::Basic, stream.as_bytes(), false, &["--max-stream-blobs", "2"]);
+    assert_eq!(out.status.code(), Some(128), "{}", out.describe());
+    assert_bytes_eq("the answers before the fatal, in full", &expected, &out.stdout);
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "fatal: too many blobs: a stream may define at most 2 (--max-stream-blobs)\n"
+    );
+    let spilling = ["--stream-blob-memory", "0", "--max-spill-bytes", "10"];
+    let stream = format!("{}{}", blob_and_cat(1, "012345"), blob_and_cat(2, "6789a"));
+    let out = direct(Fixture::Basic, stream.as_bytes(), false, &spilling);
+    assert_eq!(out.status.code(), Some(128), "{}", out.describe());
+    assert_bytes_eq("the answer before the fatal, in full", &cat_blob_answer("012345"), &out.stdout);
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "fatal: too many blob bytes: a stream may spill at most 10 bytes of blobs to disk (--max-spill-bytes)\n"
+    );
+}
+
+/// Holds a plain connection open on `stream` until its `progress held` line arrives.
+fn holding(socket: &Path, stream: &str) -> UnixStream {
+    let holder = UnixStream::connect(socket).unwrap();
+    (&holder).write_all(stream.as_bytes()).unwrap();
+    (&holder).write_all(b"progress held\n").unwrap();
+    holder.set_read_timeout(Some(WAIT)).unwrap();
+    let mut got = Vec::new();
+    while !got.ends_with(b"progress held\n") {
+        let mut byte = [0u8];
+        (&holder).read_exact(&mut byte).expect("the holder's answers");
+        got.push(byte[0]);
+    }
+    holder
+}
+
+/// Through the daemon, the caps on stream blobs are per stream and for all streams together: the stream that
+/// would pass one dies with a `fatal:` line naming the flag, the others go on, and a stream's share is given back
+/// when it ends.
+#[test]
+fn hardening_stream_blobs_are_capped_in_all_through_the_daemon() {
+    let caps = ["--stream-blob-memory", "0", "--max-stream-blobs", "3", "--max-stream-blobs-total", "4"];
+    let daemon = Daemon::start(&Fixture::Basic.git_dir(), &[&caps[..], &["--max-spill-bytes-total", "22"]].concat());
+    let four = (1..=4).map(|i| blob_and_cat(i, &format!("b{i}"))).collect::<String>();
+    let over = connect(&daemon.socket, four.as_bytes(), false, &[]);
+    assert_eq!(over.status.code(), Some(128), "{}", over.describe());
+    assert_eq!(
+        String::from_utf8(over.stderr).unwrap(),
+        "fatal: too many blobs: a stream may define at most 3 (--max-stream-blobs)\n"
+    );
+    // One stream holds 3 blobs (12 bytes spilled): another may define one more, not two.
+    let holder = holding(&daemon.socket, &(1..=3).map(|i| blob_and_cat(i, &format!("held {i}"))).collect::<String>());
+    assert_eq!((daemon.stat("stream_blobs_held"), daemon.stat("spill_bytes_held")), (3, 18));
+    let two = format!("{}{}", blob_and_cat(1, "x"), blob_and_cat(2, "y"));
+    let shared = connect(&daemon.socket, two.as_bytes(), false, &[]);
+    assert_eq!(shared.status.code(), Some(128), "{}", shared.describe());
+    assert_bytes_eq("the answer before the fatal, in full", &cat_blob_answer("x"), &shared.stdout);
+    assert_eq!(
+        String::from_utf8(shared.stderr).unwrap(),
+        "fatal: too many blobs: the cat-blobd daemon holds 4 blobs for all its streams (--max-stream-blobs-total)\n"
+    );
+    let big = connect(&daemon.socket, blob_and_cat(1, "three").as_bytes(), false, &[]);
+    assert_eq!(big.status.code(), Some(128), "{}", big.describe());
+    assert_eq!(
+        String::from_utf8(big.stderr).unwrap(),
+        "fatal: too many blob bytes: the cat-blobd daemon holds 22 spilled bytes of blobs for all its streams \
+         (--max-spill-bytes-total)\n"
+    );
+    // The holder is unaffected: its blobs are still served, from the spill file.
+    (&holder).write_all(b"cat-blob :2\n").unwrap();
+    holder.shutdown(std::net::Shutdown::Write).unwrap();
+    assert_bytes_eq("the holder's blob", &cat_blob_answer("held 2"), &reply(&holder));
+    daemon.wait_for_stat("stream_blobs_held", 0);
+    assert_eq!(daemon.stat("spill_bytes_held"), 0);
+    let fits = connect(&daemon.socket, two.as_bytes(), false, &[]);
+    assert!(fits.status.success(), "{}", fits.describe());
+}
+
+/// A blob past --stream-blob-memory is served from the spill file without allocating its length: under a data
+/// limit (RLIMIT_DATA) far below its size, cat-blob of it still answers git's bytes.
+#[test]
+fn hardening_a_spilled_blob_is_served_without_allocating_its_length() {
+    let size: usize = 16 << 20;
+    let content: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    let mut stream = format!("blob\nmark :1\ndata {size}\n").into_bytes();
+    stream.extend_from_slice(&content);
+    stream.extend_from_slice(b"\ncat-blob :1\ncat-blob :1\n");
+    let mut expected = format!("{} blob {size}\n", blob_id(&content)).into_bytes();
+    expected.extend_from_slice(&content);
+    expected.push(b'\n');
+    let expected = expected.repeat(2);
+    let git_dir = Fixture::Basic.git_dir();
+    let mut cmd = Command::new("sh");
+    crate::util::clean_git_env(&mut cmd);
+    // 8 MiB of data segment: twice what cat-blobd needs here, half the blob.
+    cmd.args(["-c", "ulimit -d 8192 && exec \"$0\" \"$@\"", crate::util::CAT_BLOBD, "--stream-blob-memory=0"])
+        .arg("--git-dir")
+        .arg(&git_dir)
+        .args(["--threads", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = thread::spawn(move || stdin.write_all(&stream));
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap().unwrap();
+    assert!(out.status.success(), "{}: {}", out.status, escape(&out.stderr));
+    assert_eq!(out.stdout.len(), expected.len());
+    assert!(out.stdout == expected, "the spilled blob's bytes, twice");
+}

@@ -1,5 +1,4 @@
 //! One object named on the command line (git's `cat_one_file`): `-t`, `-s`, `-e`, `-p` and `<type> <object>`.
-use std::sync::Arc;
 
 use gix_object::Kind;
 
@@ -8,7 +7,7 @@ use super::names::{NameError, Names, Resolved};
 use super::output::Output;
 use super::{CatFileError, tree};
 use crate::fatal::Bytes;
-use crate::store::{Damage, Info, Object, ObjectId, ReadError};
+use crate::store::{Damage, Data, Info, Object, ObjectId, ReadError};
 
 pub(crate) fn run(
     args: &Args,
@@ -88,7 +87,7 @@ fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFil
 
 /// `<type> <object>` (git's `read_object_with_reference`, and its shortcut for blobs behind a tag): follow
 /// tags to their targets and commits to their trees until an object of `kind`.
-fn with_reference(names: &mut Names<'_>, mut id: ObjectId, kind: Kind) -> Result<Option<Arc<Vec<u8>>>, CatFileError> {
+fn with_reference(names: &mut Names<'_>, mut id: ObjectId, kind: Kind) -> Result<Option<Data>, CatFileError> {
     let store = names.store;
     loop {
         let Some(Object { kind: found, data }) = store.read(&id, names.resolver)? else { return Ok(None) };

@@ -27,7 +27,7 @@ pub(crate) enum Followed {
 /// One directory of the walk: its id and its entries.
 struct Dir {
     id: ObjectId,
-    data: std::sync::Arc<Vec<u8>>,
+    data: crate::store::Data,
 }
 
 /// Walks `path` from the tree that `start` names (a tree, or a commit or tag leading to one).

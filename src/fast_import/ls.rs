@@ -353,7 +353,6 @@ impl<'a> Iterator for Entries<'a> {
 mod tests {
     use std::collections::HashMap;
     use std::path::PathBuf;
-    use std::sync::Arc;
 
     use super::*;
     use crate::store::{Damage, Location, Object};
@@ -377,7 +376,7 @@ mod tests {
 
         fn add(&mut self, kind: Kind, data: &[u8]) -> ObjectId {
             let id = gix_object::compute_hash(self.hash, kind, data).expect("hash");
-            self.objects.insert(id, Object { kind, data: Arc::new(data.to_vec()) });
+            self.objects.insert(id, Object { kind, data: Data::new(data.to_vec()) });
             id
         }
 
@@ -444,7 +443,7 @@ mod tests {
                 });
             }
             if id == ObjectId::empty_tree(self.hash) {
-                return Ok(Some(Object { kind: Kind::Tree, data: Arc::new(Vec::new()) }));
+                return Ok(Some(Object { kind: Kind::Tree, data: Data::default() }));
             }
             Ok(self.objects.get(id).cloned())
         }
@@ -806,7 +805,7 @@ mod tests {
         let a = ObjectId::from_hex(b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").unwrap();
         let b = ObjectId::from_hex(b"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb").unwrap();
         let tag =
-            |target: ObjectId| Object { kind: Kind::Tag, data: Arc::new(format!("object {target}\n").into_bytes()) };
+            |target: ObjectId| Object { kind: Kind::Tag, data: Data::new(format!("object {target}\n").into_bytes()) };
         fake.objects.insert(a, tag(b));
         fake.objects.insert(b, tag(a));
         let line = format!("ls {a} x");

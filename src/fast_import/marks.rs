@@ -3,12 +3,12 @@
 use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::fatal::Bytes;
 use crate::git_compat::strerror::strerror;
 use crate::git_compat::strtoumax::strtoumax;
+use crate::quota::{Exceeded, Held, Limit};
 use crate::store::ObjectId;
 
 /// git reads marks files with `fgets` into a 512-byte buffer: a longer line arrives in pieces.
@@ -23,37 +23,22 @@ pub(crate) enum MarksError {
     #[error("object not found: {0}")]
     ObjectNotFound(ObjectId),
     #[error("too many marks: a stream may define at most {0} over the cat-blobd daemon (--max-marks)")]
-    TooMany(usize),
+    TooMany(u64),
     #[error("too many marks: the cat-blobd daemon holds {0} marks for all its streams (--max-marks-total)")]
-    TooManyInAll(usize),
-}
-
-/// How many marks a stream may hold: a cap of its own, and a count shared by every stream of the process (a
-/// server's) with a cap on that. `None` is no cap, as in git (the one-shot binary).
-#[derive(Debug, Clone, Default)]
-pub struct MarkLimits {
-    pub per_stream: Option<usize>,
-    pub shared: Option<(Arc<AtomicUsize>, usize)>,
+    TooManyInAll(u64),
 }
 
 /// The marks of one stream.
 #[derive(Debug, Default)]
 pub(crate) struct Marks {
     table: HashMap<u64, ObjectId>,
-    limits: MarkLimits,
-}
-
-impl Drop for Marks {
-    fn drop(&mut self) {
-        if let Some((count, _)) = &self.limits.shared {
-            count.fetch_sub(self.table.len(), Ordering::Relaxed);
-        }
-    }
+    /// One per mark in the table, against a server's caps (none in the one-shot binary, as in git).
+    held: Held,
 }
 
 impl Marks {
-    pub(crate) fn with_limits(limits: MarkLimits) -> Marks {
-        Marks { table: HashMap::new(), limits }
+    pub(crate) fn with_limits(limit: Limit) -> Marks {
+        Marks { table: HashMap::new(), held: Held::new(limit) }
     }
 
     /// Defines or redefines a mark. Mark 0 is never stored (git only inserts `if (mark)`). A new mark past the
@@ -66,15 +51,10 @@ impl Marks {
             *slot = id;
             return Ok(());
         }
-        if let Some(most) = self.limits.per_stream.filter(|most| self.table.len() >= *most) {
-            return Err(MarksError::TooMany(most));
-        }
-        if let Some((count, most)) = &self.limits.shared
-            && count.fetch_add(1, Ordering::Relaxed) >= *most
-        {
-            count.fetch_sub(1, Ordering::Relaxed);
-            return Err(MarksError::TooManyInAll(*most));
-        }
+        self.held.take(1).map_err(|exceeded| match exceeded {
+            Exceeded::PerStream(most) => MarksError::TooMany(most),
+            Exceeded::Shared(most) => MarksError::TooManyInAll(most),
+        })?;
         self.table.insert(mark, id);
         Ok(())
     }
@@ -85,7 +65,9 @@ impl Marks {
 
     /// Forgets a mark: something else (git) defines it now.
     pub(crate) fn remove(&mut self, mark: u64) {
-        self.table.remove(&mark);
+        if self.table.remove(&mark).is_some() {
+            self.held.give_back(1);
+        }
     }
 
     /// Every mark and the object it names, in no order.
@@ -386,8 +368,10 @@ mod tests {
     #[test]
     fn marks_past_a_streams_cap_or_the_shared_cap_are_refused() {
         let id = ObjectId::from_hex(HEX.as_bytes()).unwrap();
-        let shared = Arc::new(AtomicUsize::new(0));
-        let limits = MarkLimits { per_stream: Some(2), shared: Some((Arc::clone(&shared), 3)) };
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let shared = Arc::new(AtomicU64::new(0));
+        let limits = Limit { per_stream: Some(2), shared: Some((Arc::clone(&shared), 3)) };
         let mut first = Marks::with_limits(limits.clone());
         first.insert(1, id).unwrap();
         first.insert(2, id).unwrap();
@@ -401,6 +385,8 @@ mod tests {
         drop(first);
         assert_eq!(shared.load(Ordering::Relaxed), 1, "a stream's marks are given back when it ends");
         second.insert(2, id).unwrap();
+        second.remove(2);
+        assert_eq!(shared.load(Ordering::Relaxed), 1, "a mark git defines now is given back");
     }
 
     #[test]

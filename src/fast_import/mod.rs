@@ -29,7 +29,7 @@ use crate::line_reader::{self, LineReader};
 use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
 use crate::store::cache::SharedCache;
-use crate::store::stream::{StreamBlobError, StreamBlobs};
+use crate::store::stream::{StreamBlobError, StreamBlobLimits, StreamBlobs};
 use crate::store::{Kind, ObjectId, ReadError, Resolver, Store};
 use ls::{LsError, LsOptions};
 use marks::{Marks, MarksError};
@@ -90,6 +90,9 @@ pub(crate) enum SessionError {
 pub struct SessionConfig {
     /// Bytes of stream-defined blobs kept in memory before spilling to a temporary file.
     pub stream_blob_memory: usize,
+    /// How many blobs the stream may define, and spill (per stream in the one-shot binary; a server's shared
+    /// caps too).
+    pub stream_blob_limits: StreamBlobLimits,
     pub ls: LsOptions,
     /// git fast-import's flags, applied lazily as git's `parse_argv` does.
     pub fast_import_args: Vec<Vec<u8>>,
@@ -103,7 +106,7 @@ pub struct SessionConfig {
     /// Counters to add this stream's requests and bytes to as they happen (a server's, for `stats`).
     pub live: Option<Arc<LiveCounters>>,
     /// How many marks the stream may hold (a server's caps; none in the one-shot binary, as in git).
-    pub mark_limits: marks::MarkLimits,
+    pub mark_limits: crate::quota::Limit,
     /// Where writing commands go; `None` refuses them (`--read-only`).
     pub write_through: Option<WriteThrough>,
 }
@@ -252,7 +255,7 @@ impl<'a> Session<'a> {
             preamble: Vec::new(),
             git_args: config.fast_import_args,
             marks: Marks::with_limits(config.mark_limits.clone()),
-            blobs: StreamBlobs::new(config.stream_blob_memory),
+            blobs: StreamBlobs::new(config.stream_blob_memory, config.stream_blob_limits),
             rewrites: HashMap::new(),
             import_done: false,
             ls: config.ls,

@@ -110,7 +110,6 @@ impl Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     fn concat(response: &Response) -> Vec<u8> {
         let mut slices = Vec::new();
@@ -121,12 +120,12 @@ mod tests {
     #[test]
     fn blob_and_missing_bytes_are_gits() {
         let oid = ObjectId::from_hex(b"ce013625030ba8dba906f756967f9e9ca394464a").unwrap();
-        let blob = Response::blob(&oid, Arc::new(b"hello\n".to_vec()));
+        let blob = Response::blob(&oid, Data::new(b"hello\n".to_vec()));
         assert_eq!(concat(&blob), b"ce013625030ba8dba906f756967f9e9ca394464a blob 6\nhello\n\n");
         assert_eq!(blob.len(), 55);
         let empty = ObjectId::from_hex(b"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391").unwrap();
         assert_eq!(
-            concat(&Response::blob(&empty, Arc::default())),
+            concat(&Response::blob(&empty, Data::default())),
             b"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391 blob 0\n\n"
         );
         assert_eq!(concat(&Response::missing(&oid)), b"ce013625030ba8dba906f756967f9e9ca394464a missing\n");
@@ -143,12 +142,12 @@ mod tests {
     #[test]
     fn headers_of_any_length_are_kept_whole() {
         let long = vec![b'x'; 300];
-        let response = Response::object(&long, Arc::new(b"body".to_vec()), 0);
+        let response = Response::object(&long, Data::new(b"body".to_vec()), 0);
         let mut expected = long.clone();
         expected.extend_from_slice(b"body\0");
         assert_eq!(concat(&response), expected);
         assert_eq!(response.len(), expected.len());
-        assert_eq!(concat(&Response::object(b"short\n", Arc::default(), b'\n')), b"short\n\n");
+        assert_eq!(concat(&Response::object(b"short\n", Data::default(), b'\n')), b"short\n\n");
     }
 
     #[test]

@@ -21,8 +21,8 @@
 //! cuts the rest ([`connection::Handle::cut`]), waits briefly for them to log, waits for every marks export in
 //! progress ([`crate::fast_import::marks::EXPORTS`]), and returns.
 //!
-//! SIGPIPE: the daemon keeps it ignored (the Rust runtime's default; `main` restores the default action only in
-//! the other modes), so a client that goes away ends its own stream with EPIPE, never the daemon.
+//! SIGPIPE: `main` has the daemon ignore it (and restores the default action in the other modes), so a client that
+//! goes away ends its own stream with EPIPE, never the daemon.
 mod accept;
 mod cat_file;
 pub mod client;
@@ -40,7 +40,7 @@ use std::collections::HashMap;
 use std::io;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -48,7 +48,8 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 
 use crate::fast_import::SessionConfig;
-use crate::fast_import::marks::{EXPORTS, MarkLimits};
+use crate::fast_import::marks::EXPORTS;
+use crate::quota::Limit;
 use crate::repo::Repository;
 use crate::store::Store;
 use crate::store::cache::SharedCache;
@@ -95,8 +96,12 @@ pub struct ServerConfig {
     /// How long a client may take to say what it is (its first byte, or its whole `connect` hello).
     pub hello_timeout: Duration,
     /// Marks one stream may hold, and all streams together (each about 100 bytes).
-    pub max_marks: usize,
-    pub max_marks_total: usize,
+    pub max_marks: u64,
+    pub max_marks_total: u64,
+    /// Caps all streams together share on the blobs they define and the bytes of those they spill (each stream's
+    /// own are in `session`).
+    pub max_stream_blobs_total: u64,
+    pub max_spill_bytes_total: u64,
     pub log_format: LogFormat,
     /// The settings of every stream. `shared_cache` is the delta-base cache all connections share (one of
     /// `delta_cache_size` bytes is made if it is `None`); `fast_import_args` are replaced by each client's flags.
@@ -160,11 +165,13 @@ impl Server {
     /// Binds the socket (see [`listener::bind`]); nothing is accepted before [`Server::run`].
     pub fn bind(mut config: ServerConfig, store: Arc<Store>) -> Result<Server, ServerError> {
         let cache = config.session.cache.clone();
-        let marks_held = Arc::new(AtomicUsize::new(0));
-        config.session.mark_limits = MarkLimits {
-            per_stream: Some(config.max_marks),
-            shared: Some((Arc::clone(&marks_held), config.max_marks_total)),
-        };
+        let counters = Counters::default();
+        let shared = |held: &Arc<AtomicU64>, most: u64| Some((Arc::clone(held), most));
+        config.session.mark_limits =
+            Limit { per_stream: Some(config.max_marks), shared: shared(&counters.marks_held, config.max_marks_total) };
+        let blobs = &mut config.session.stream_blob_limits;
+        blobs.count.shared = shared(&counters.stream_blobs_held, config.max_stream_blobs_total);
+        blobs.spill_bytes.shared = shared(&counters.spill_bytes_held, config.max_spill_bytes_total);
         let (listener, socket) = listener::bind(&config.socket, config.socket_mode)?;
         let max_connections = config.max_connections.max(1);
         let state = State {
@@ -173,7 +180,7 @@ impl Server {
             session: config.session,
             repo: config.repo,
             access: Access::for_this_process(config.allow_uids),
-            counters: Counters { marks_held, ..Counters::default() },
+            counters,
             log: Logger::new(config.log_format).map_err(ServerError::Setup)?,
             started: Instant::now(),
             hello_timeout: config.hello_timeout,

@@ -2,7 +2,7 @@
 //! stream as they happen, plus the shared delta-base cache and the packs mapped, read at the moment of asking.
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::engine::LiveCounters;
@@ -26,7 +26,11 @@ pub(super) struct Counters {
     /// open ones included, counted as they happen.
     pub work: Arc<LiveCounters>,
     /// Marks held by every open stream (capped by --max-marks-total).
-    pub marks_held: Arc<AtomicUsize>,
+    pub marks_held: Arc<AtomicU64>,
+    /// Blobs defined by every open stream (capped by --max-stream-blobs-total).
+    pub stream_blobs_held: Arc<AtomicU64>,
+    /// Bytes of those in their temporary files (capped by --max-spill-bytes-total).
+    pub spill_bytes_held: Arc<AtomicU64>,
 }
 
 /// Adds to a counter.
@@ -51,7 +55,9 @@ impl Counters {
         line("streams_failed", &get(&self.streams_failed));
         line("requests", &get(&self.work.requests));
         line("bytes", &get(&self.work.bytes));
-        line("marks_held", &self.marks_held.load(Ordering::Relaxed));
+        line("marks_held", &get(&self.marks_held));
+        line("stream_blobs_held", &get(&self.stream_blobs_held));
+        line("spill_bytes_held", &get(&self.spill_bytes_held));
         line("delta_cache_hits", &hits);
         line("delta_cache_misses", &misses);
         line("delta_cache_hit_ratio", &format_args!("{ratio:.4}"));

@@ -236,7 +236,7 @@ mod tests {
     }
 
     fn blob(len: usize) -> Object {
-        Object { kind: Kind::Blob, data: Arc::new(vec![0; len]) }
+        Object { kind: Kind::Blob, data: Data::new(vec![0; len]) }
     }
 
     #[test]
@@ -283,11 +283,11 @@ mod tests {
     fn inflated_deltas_have_their_own_quarter() {
         let cache = SharedCache::new(40);
         cache.keep(key(1), &blob(30), Keep::Other);
-        cache.put_delta(key(2), Arc::new(vec![1; 8]));
-        assert_eq!(cache.get_delta(key(2)).as_deref(), Some(&vec![1; 8]));
+        cache.put_delta(key(2), Data::new(vec![1; 8]));
+        assert_eq!(cache.get_delta(key(2)).as_deref(), Some(&[1u8; 8][..]));
         assert!(cache.get(key(1)).is_some(), "a delta does not evict objects");
         assert_eq!(cache.bytes(), 38);
-        cache.put_delta(key(3), Arc::new(vec![2; 8]));
+        cache.put_delta(key(3), Data::new(vec![2; 8]));
         assert!(cache.get_delta(key(2)).is_none(), "deltas are capped at a quarter (10 bytes)");
         assert!(cache.get_delta(key(3)).is_some());
     }

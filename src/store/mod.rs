@@ -6,6 +6,7 @@
 //! mapped stay readable even after their files are deleted.
 mod alternates;
 pub(crate) mod cache;
+mod data;
 pub(crate) mod delta;
 mod enumerate;
 mod inflate;
@@ -38,8 +39,7 @@ use cache::SharedCache;
 use inflate::Inflater;
 use pack::Pack;
 
-/// Object content, shared between the cache and responses without copying.
-pub type Data = Arc<Vec<u8>>;
+pub use data::Data;
 
 /// An object read from the store.
 #[derive(Debug, Clone)]
@@ -305,7 +305,7 @@ impl Store {
     /// loose file or an old pack into a new pack. Damage is reported only if no intact copy is found anywhere.
     pub fn read_exact(&self, id: &oid, resolver: &mut Resolver) -> Result<Option<Object>, ReadError> {
         if id == gix_hash::ObjectId::empty_tree(self.hash) {
-            return Ok(Some(Object { kind: Kind::Tree, data: Arc::default() }));
+            return Ok(Some(Object { kind: Kind::Tree, data: Data::default() }));
         }
         let mut first_error = None;
         let searched = self.snapshots();
@@ -358,7 +358,7 @@ impl Store {
         for dir in &self.dirs {
             let path = loose::path(&dir.path, id);
             match loose::read(&path, self.options.max_object_size) {
-                Ok(Some((kind, data))) => return Some(Object { kind, data: Arc::new(data) }),
+                Ok(Some((kind, data))) => return Some(Object { kind, data: Data::new(data) }),
                 Ok(None) => {}
                 Err(damage) => {
                     _ = first_error.get_or_insert(ReadError {

@@ -167,7 +167,7 @@ impl Store {
             return Ok(RefBase::Packed(pack, offset));
         }
         match self.find_loose(base_id) {
-            Some(Ok((kind, data))) => Ok(RefBase::Loose(Object { kind, data: Arc::new(data) })),
+            Some(Ok((kind, data))) => Ok(RefBase::Loose(Object { kind, data: Data::new(data) })),
             Some(Err(damage)) => Err(damage),
             None => Err(Damage::BaseMissing(base_id.to_owned())),
         }
@@ -185,7 +185,7 @@ impl Store {
         budget.charge(entry.decompressed_size)?;
         let data = pack.inflate(entry, &mut resolver.inflater, budget.object_limit)?;
         resolver.cache.count_inflated(data.len());
-        Ok(Object { kind, data: Arc::new(data) })
+        Ok(Object { kind, data: Data::new(data) })
     }
 
     /// Applies the deltas of `chain` on `base`, the deepest first, and returns the last result: the object asked
@@ -234,7 +234,7 @@ impl Store {
                 let delta = link.pack.inflate(&link.entry, &mut resolver.inflater, budget.object_limit)?;
                 resolver.cache.count_inflated(delta.len());
                 let delta = Data::new(delta);
-                resolver.cache.put_delta(key, Arc::clone(&delta));
+                resolver.cache.put_delta(key, delta.clone());
                 delta
             }
         };
