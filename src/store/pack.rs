@@ -371,7 +371,12 @@ mod tests {
             if let Some(rss) = line.strip_prefix("Rss:") {
                 let value = rss.trim().trim_end_matches("kB").trim();
                 kib += if ours { value.parse::<u64>().expect("a number") } else { 0 };
-            } else if !line.contains(':') || line.split_whitespace().count() >= 5 && !line.ends_with("kB") {
+            } else if line
+                .split_whitespace()
+                .next()
+                .is_some_and(|range| range.contains('-') && range.chars().all(|c| c == '-' || c.is_ascii_hexdigit()))
+            {
+                // A mapping's first line: its address range, ..., its path.
                 ours = line.ends_with(path.to_str().expect("a UTF-8 temporary path"));
             }
         }
@@ -411,6 +416,26 @@ mod tests {
         assert!(pack.is_delta_base(offsets[1023]), "the scan found the base");
         let after = resident_kib(&path);
         assert!(after < before + 512, "the scan made {} KiB of the 4 MiB pack resident", after - before);
+    }
+
+    /// The scan reads the pack through a new file handle: a file that is no longer the mapped pack (replaced
+    /// under the same name) leaves the bases unknown rather than counting another pack's.
+    #[test]
+    fn the_base_scan_reads_only_the_mapped_pack() {
+        let objects = Objects::new();
+        let (path, offsets) = objects.add_pack("a", &chain(&[b"one\n", b"one\ntwo\n"], true));
+        let pack = open(&path);
+        let mut other = std::fs::read(&path).expect("pack");
+        *other.last_mut().expect("trailer") ^= 1;
+        let replacement = path.with_extension("new");
+        std::fs::write(&replacement, &other).expect("write");
+        std::fs::rename(&replacement, &path).expect("rename");
+        pack.index_delta_bases();
+        assert!(!pack.is_delta_base(offsets[0]), "another file's bases are not counted");
+        assert_eq!(
+            pack.inflate(&pack.entry(offsets[0]).expect("mapped"), &mut Inflater::default(), 99).ok(),
+            Some(b"one\n".to_vec())
+        );
     }
 
     #[test]
