@@ -2,6 +2,8 @@
 //!
 //! gix-pack does the index lookup and parses entry headers; the store owns inflating and delta resolution
 //! (see `resolve.rs`) because it owns the base cache.
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -175,14 +177,17 @@ impl Pack {
         self.delta_bases.get_or_init(|| self.scan_delta_bases());
     }
 
-    /// Reads every entry header once (no inflating) and counts the deltas built on each base. Damaged
-    /// entries are skipped: reading them reports the damage.
+    /// Reads every entry header once (no inflating), in pack order through [`HeaderReader`], and counts the
+    /// deltas built on each base. Damaged entries are skipped: reading them reports the damage. A pack file that
+    /// cannot be opened again as the mapped pack leaves the bases unknown, as before the scan.
     fn scan_delta_bases(&self) -> DeltaBases {
-        let Ok(data) = &self.data else { return DeltaBases { offsets: Vec::new(), pending: Vec::new() } };
-        let mut bases: Vec<u64> = self
-            .index
-            .iter()
-            .filter_map(|entry| match data.entry(entry.pack_offset).ok()? {
+        let reader = self.data.as_ref().ok().and_then(|data| HeaderReader::open(&self.pack_path, data));
+        let Some(mut reader) = reader else { return DeltaBases { offsets: Vec::new(), pending: Vec::new() } };
+        let mut entries: Vec<u64> = self.index.iter().map(|entry| entry.pack_offset).collect();
+        entries.sort_unstable();
+        let mut bases: Vec<u64> = entries
+            .into_iter()
+            .filter_map(|offset| match reader.entry(offset)? {
                 found @ Entry { header: Header::OfsDelta { base_distance }, .. } => {
                     found.checked_base_pack_offset(base_distance)
                 }
@@ -206,11 +211,68 @@ impl Pack {
     }
 }
 
+/// The most bytes an entry header takes: a type-and-size number of up to 10 bytes, then an OFS_DELTA distance of
+/// up to 10 bytes or a REF_DELTA base id of up to 32.
+const MAX_ENTRY_HEADER: u64 = 10 + 32;
+/// Bytes the base scan reads at a time.
+const SCAN_CHUNK: u64 = 1 << 20;
+
+/// Reads entry headers, in increasing offset order, with `pread` into a buffer rather than through the mapping.
+/// The scan reads every page of the pack; pages touched through the mapping stay in the process's resident set
+/// (on git.git, 476 MB of the 663 MB peak of a 100,000-blob stream), pages read into a buffer stay in the page
+/// cache only.
+struct HeaderReader {
+    file: File,
+    /// Where the pack's entries end.
+    end: u64,
+    hash: gix_hash::Kind,
+    buffer: Vec<u8>,
+    /// The pack offset of `buffer[0]`.
+    start: u64,
+}
+
+impl HeaderReader {
+    /// Opens `path` if it is still the pack `data` maps: the same length and trailing checksum.
+    fn open(path: &Path, data: &gix_pack::data::File) -> Option<HeaderReader> {
+        let file = File::open(path).ok()?;
+        let end = data.pack_end() as u64;
+        if file.metadata().ok()?.len() != data.data_len() as u64 {
+            return None;
+        }
+        let mut trailer = vec![0; data.object_hash().len_in_bytes()];
+        file.read_exact_at(&mut trailer, end).ok()?;
+        (trailer == data.checksum().as_slice()).then(|| HeaderReader {
+            file,
+            end,
+            hash: data.object_hash(),
+            buffer: Vec::new(),
+            start: 0,
+        })
+    }
+
+    /// The header of the entry at `offset`, or none if it is damaged or past the entries.
+    fn entry(&mut self, offset: u64) -> Option<Entry> {
+        if offset >= self.end {
+            return None;
+        }
+        let needed = (offset + MAX_ENTRY_HEADER).min(self.end);
+        if offset < self.start || needed > self.start + self.buffer.len() as u64 {
+            self.buffer.resize((self.end - offset).min(SCAN_CHUNK) as usize, 0);
+            if self.file.read_exact_at(&mut self.buffer, offset).is_err() {
+                self.buffer.clear(); // what it holds no longer starts at `start`
+                return None;
+            }
+            self.start = offset;
+        }
+        Entry::from_bytes(&self.buffer[(offset - self.start) as usize..], offset, self.hash).ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Kind;
     use crate::store::testpack::{Objects, Stored, chain, delta, object_id};
+    use crate::store::{Kind, ObjectId};
 
     const SHA1: gix_hash::Kind = gix_hash::Kind::Sha1;
 
@@ -298,6 +360,82 @@ mod tests {
         assert!(!pack.is_delta_base(offsets[0]));
         assert!(!pack.delta_built_from(offsets[0]), "once spent, the count stays at zero");
         assert!(!pack.delta_built_from(offsets[1]), "not a base");
+    }
+
+    /// Kibibytes of this process's mappings of `path` that are resident (`/proc/self/smaps`).
+    fn resident_kib(path: &Path) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+        let mut ours = false;
+        let mut kib = 0;
+        for line in smaps.lines() {
+            if let Some(rss) = line.strip_prefix("Rss:") {
+                let value = rss.trim().trim_end_matches("kB").trim();
+                kib += if ours { value.parse::<u64>().expect("a number") } else { 0 };
+            } else if line
+                .split_whitespace()
+                .next()
+                .is_some_and(|range| range.contains('-') && range.chars().all(|c| c == '-' || c.is_ascii_hexdigit()))
+            {
+                // A mapping's first line: its address range, ..., its path.
+                ours = line.ends_with(path.to_str().expect("a UTF-8 temporary path"));
+            }
+        }
+        kib
+    }
+
+    /// The scan reads every entry header: through the mapping, that made the whole pack resident (476 MB of a
+    /// 663 MB peak on git.git at 100,000 blobs), though the stream never asked for most of it.
+    #[test]
+    fn the_base_scan_leaves_the_mapped_pack_alone() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut noise = |len: usize| -> Vec<u8> {
+            (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state as u8
+                })
+                .collect()
+        };
+        // 4 MiB that does not compress, with a delta so that the scan has a base to find.
+        let mut entries: Vec<(ObjectId, Stored)> = (0..1024)
+            .map(|_| {
+                let data = noise(4096);
+                (object_id(Kind::Blob, &data), Stored::Whole(Kind::Blob, data))
+            })
+            .collect();
+        let Stored::Whole(_, last) = &entries[1023].1 else { unreachable!() };
+        let on_last = [&last[..], b"more"].concat();
+        entries.push((object_id(Kind::Blob, &on_last), Stored::Ofs(1023, delta(4096, 4096, b"more"))));
+        let objects = Objects::new();
+        let (path, offsets) = objects.add_pack("big", &entries);
+        let pack = open(&path);
+        let before = resident_kib(&path);
+        pack.index_delta_bases();
+        assert!(pack.is_delta_base(offsets[1023]), "the scan found the base");
+        let after = resident_kib(&path);
+        assert!(after < before + 512, "the scan made {} KiB of the 4 MiB pack resident", after - before);
+    }
+
+    /// The scan reads the pack through a new file handle: a file that is no longer the mapped pack (replaced
+    /// under the same name) leaves the bases unknown rather than counting another pack's.
+    #[test]
+    fn the_base_scan_reads_only_the_mapped_pack() {
+        let objects = Objects::new();
+        let (path, offsets) = objects.add_pack("a", &chain(&[b"one\n", b"one\ntwo\n"], true));
+        let pack = open(&path);
+        let mut other = std::fs::read(&path).expect("pack");
+        *other.last_mut().expect("trailer") ^= 1;
+        let replacement = path.with_extension("new");
+        std::fs::write(&replacement, &other).expect("write");
+        std::fs::rename(&replacement, &path).expect("rename");
+        pack.index_delta_bases();
+        assert!(!pack.is_delta_base(offsets[0]), "another file's bases are not counted");
+        assert_eq!(
+            pack.inflate(&pack.entry(offsets[0]).expect("mapped"), &mut Inflater::default(), 99).ok(),
+            Some(b"one\n".to_vec())
+        );
     }
 
     #[test]
