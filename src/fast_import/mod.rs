@@ -9,6 +9,7 @@ pub(crate) mod marks;
 mod objects;
 pub(crate) mod options;
 mod outcome;
+mod reads;
 pub(crate) mod write_through;
 
 pub use write_through::running_git_pid;
@@ -18,15 +19,12 @@ use std::io::{IoSlice, Read};
 use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use crate::engine::{Engine, EngineConfig, EngineError, Job, LiveCounters, Output, Target};
+use crate::engine::{Engine, EngineConfig, EngineError, LiveCounters, Output};
 use crate::fast_import::command::{self as request, Command, Context, ParseError};
-use crate::fast_import::dataref::Dataref;
 use crate::fatal::{Bytes, fatal_line, report_line};
 use crate::line_reader::{self, LineReader};
-use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
 use crate::store::cache::SharedCache;
 use crate::store::stream::{StreamBlobError, StreamBlobLimits, StreamBlobs};
@@ -34,10 +32,11 @@ use crate::store::{Kind, ObjectId, ReadError, Resolver, Store};
 use ls::{LsError, LsOptions};
 use marks::{Marks, MarksError};
 pub(crate) use objects::ObjectSource;
-use objects::{Objects, written_blob};
+use objects::Objects;
 use options::{ImportMarks, OptionError, Settings};
 pub use outcome::{Exit, Outcome, Stats};
-use write_through::{Git, GitEnd, GitError, Reply, WriteThrough};
+use reads::CatBlob;
+use write_through::{Git, GitEnd, GitError, WriteThrough};
 
 /// What makes a stream end with `fatal:` (exit 128), or with usage (exit 129).
 #[derive(Debug, thiserror::Error)]
@@ -152,25 +151,6 @@ impl<'fd> StreamIo<'fd> {
 /// The engine as this front end uses it: `cat-blob` of repository objects is the one job that runs on the
 /// resolver threads; everything else is a ready response.
 type StreamEngine<'e, 's> = Engine<'e, CatBlob<'s>>;
-
-/// `cat-blob` of an object in the repository (git's `cat_blob`): the blob, `missing`, or fatal for another type.
-pub(crate) struct CatBlob<'s> {
-    store: &'s Store,
-    oid: ObjectId,
-}
-
-impl Job for CatBlob<'_> {
-    type Worker = Resolver;
-    type Error = SessionError;
-
-    fn run(self, resolver: &mut Resolver) -> Result<Response, SessionError> {
-        match self.store.read(&self.oid, resolver)? {
-            None => Ok(Response::missing(&self.oid)),
-            Some(object) if object.kind == Kind::Blob => Ok(Response::blob(&self.oid, object.data)),
-            Some(object) => Err(SessionError::NotABlob { oid: self.oid, kind: object.kind }),
-        }
-    }
-}
 
 impl From<EngineError<SessionError>> for SessionError {
     fn from(error: EngineError<SessionError>) -> Self {
@@ -297,19 +277,7 @@ impl<'a> Session<'a> {
                     let interactive = !reader.has_buffered_input();
                     self.cat_blob(dataref, interactive, &raw, engine)?;
                 }
-                Command::GetMark(mark) => {
-                    self.count_request();
-                    match self.marks.get(mark) {
-                        Some(id) => {
-                            self.confirm_git()?;
-                            let mut line = id.to_hex().to_string().into_bytes();
-                            line.push(b'\n');
-                            engine.ready(Response::Line(line), Target::Main)?;
-                        }
-                        None if self.writing() => self.relay(&raw, Reply::Line, engine)?,
-                        None => return Err(SessionError::MarkNotDeclared(mark)),
-                    }
-                }
+                Command::GetMark(mark) => self.get_mark(mark, &raw, engine)?,
                 Command::Ls(arg) => {
                     let arg = arg.to_vec();
                     self.ls(&raw, &arg, engine)?;
@@ -319,23 +287,10 @@ impl<'a> Session<'a> {
                     self.checkpoint()?;
                 }
                 Command::Done => {
-                    if let Some(git) = &mut self.git {
-                        // Without its LF at the very end, `done` still ends the stream early, for git too.
-                        git.send(&raw)?;
-                        if !reader.at_eof() {
-                            git.send(b"\n")?;
-                        }
-                    }
+                    self.done(&raw, reader.at_eof())?;
                     break;
                 }
-                Command::Progress => {
-                    self.confirm_git()?;
-                    // The raw line, NUL and all: git writes `command_buf.len` bytes.
-                    let mut progress = reader.line().to_vec();
-                    progress.push(b'\n');
-                    engine.ready(Response::Line(progress), Target::Stdout)?;
-                    reader.skip_optional_lf()?;
-                }
+                Command::Progress => self.progress(reader, engine)?,
                 // git runs only after a data command, and dies of these there with its own message.
                 Command::Feature(_) | Command::OptionGit(_) if self.writing() => return self.refused(&raw),
                 Command::Feature(feature) => {
@@ -363,6 +318,18 @@ impl<'a> Session<'a> {
         // git checks `feof(stdin)`: a `done` without its LF at the very end still counts as ending early.
         if self.settings.require_done && reader.at_eof() {
             return Err(SessionError::StreamEndsEarly);
+        }
+        Ok(())
+    }
+
+    /// `done`: git, if it runs, gets it too.
+    fn done(&mut self, raw: &[u8], at_eof: bool) -> Result<(), SessionError> {
+        if let Some(git) = &mut self.git {
+            // Without its LF at the very end, `done` still ends the stream early, for git too.
+            git.send(raw)?;
+            if !at_eof {
+                git.send(b"\n")?;
+            }
         }
         Ok(())
     }
@@ -447,65 +414,6 @@ impl<'a> Session<'a> {
             }
         }
         Ok(())
-    }
-
-    fn count_request(&mut self) {
-        self.stats.requests += 1;
-        if let Some(live) = &self.live {
-            live.requests.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// `cat-blob <dataref>` (git's `parse_cat_blob` + `cat_blob`): a blob the stream defined is answered here,
-    /// anything else by the engine.
-    fn cat_blob<'e>(
-        &mut self,
-        dataref: Dataref,
-        interactive: bool,
-        line: &[u8],
-        engine: &mut StreamEngine<'e, 'a>,
-    ) -> Result<(), SessionError>
-    where
-        'a: 'e,
-    {
-        if self.cat_blob_relayed(dataref, line, engine)? {
-            self.count_request();
-            return Ok(());
-        }
-        let oid = match dataref {
-            Dataref::Oid(oid) => oid,
-            Dataref::Mark(mark) => self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?,
-        };
-        self.confirm_git()?;
-        self.count_request();
-        if let Some(data) = written_blob(&self.blobs, self.store, &oid)? {
-            return Ok(engine.ready(Response::blob(&oid, data), Target::Main)?);
-        }
-        Ok(engine.job(CatBlob { store: self.store, oid }, &mut self.resolver, interactive)?)
-    }
-
-    /// `ls <dataref> <path>` (git's `parse_ls`). While git writes the stream, what cannot be answered from the
-    /// repository and the stream's blobs (a tree git built, a commit mark) is git's to answer, or to die on.
-    fn ls<'e>(&mut self, raw: &[u8], arg: &[u8], engine: &mut StreamEngine<'e, 'a>) -> Result<(), SessionError>
-    where
-        'a: 'e,
-    {
-        self.count_request();
-        let line = request::c_string(raw).to_vec();
-        let ls_options = self.ls;
-        match ls::ls(&line, arg, &mut self.objects(), &ls_options) {
-            Ok(response) => {
-                self.confirm_git()?;
-                Ok(engine.ready(Response::Line(response), Target::Main)?)
-            }
-            // Damage is never git's to paper over (unless git died before it).
-            Err(LsError::Read(err)) => {
-                self.confirm_git()?;
-                Err(err.into())
-            }
-            Err(_) if self.writing() => self.relay(raw, Reply::Line, engine),
-            Err(err) => Err(err.into()),
-        }
     }
 
     /// `checkpoint`: git's while it runs (and it starts if marks naming the stream's blobs are to be exported);

@@ -1,0 +1,142 @@
+//! The stream's read commands (`cat-blob`, `ls`, `get-mark`, `progress`): answered from the repository and the
+//! stream's own blobs and marks, in order with everything else, or (for what git built in this stream) relayed
+//! to git while write-through runs.
+use std::io::Read;
+use std::sync::atomic::Ordering;
+
+use super::dataref::Dataref;
+use super::ls::{self, LsError};
+use super::objects::written_blob;
+use super::write_through::Reply;
+use super::{Session, SessionError, StreamEngine, command as request};
+use crate::engine::{Job, Target};
+use crate::line_reader::LineReader;
+use crate::response::encode::Response;
+use crate::store::{Kind, ObjectId, Resolver, Store};
+
+/// `cat-blob` of an object in the repository (git's `cat_blob`): the blob, `missing`, or fatal for another type.
+pub(crate) struct CatBlob<'s> {
+    pub(super) store: &'s Store,
+    pub(super) oid: ObjectId,
+}
+
+impl Job for CatBlob<'_> {
+    type Worker = Resolver;
+    type Error = SessionError;
+
+    fn run(self, resolver: &mut Resolver) -> Result<Response, SessionError> {
+        match self.store.read(&self.oid, resolver)? {
+            None => Ok(Response::missing(&self.oid)),
+            Some(object) if object.kind == Kind::Blob => Ok(Response::blob(&self.oid, object.data)),
+            Some(object) => Err(SessionError::NotABlob { oid: self.oid, kind: object.kind }),
+        }
+    }
+}
+
+impl<'a> Session<'a> {
+    pub(super) fn count_request(&mut self) {
+        self.stats.requests += 1;
+        if let Some(live) = &self.live {
+            live.requests.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// `cat-blob <dataref>` (git's `parse_cat_blob` + `cat_blob`): a blob the stream defined is answered here,
+    /// anything else by the engine.
+    pub(super) fn cat_blob<'e>(
+        &mut self,
+        dataref: Dataref,
+        interactive: bool,
+        line: &[u8],
+        engine: &mut StreamEngine<'e, 'a>,
+    ) -> Result<(), SessionError>
+    where
+        'a: 'e,
+    {
+        if self.cat_blob_relayed(dataref, line, engine)? {
+            self.count_request();
+            return Ok(());
+        }
+        let oid = match dataref {
+            Dataref::Oid(oid) => oid,
+            Dataref::Mark(mark) => self.marks.get(mark).ok_or(SessionError::MarkNotDeclared(mark))?,
+        };
+        self.confirm_git()?;
+        self.count_request();
+        if let Some(data) = written_blob(&self.blobs, self.store, &oid)? {
+            return Ok(engine.ready(Response::blob(&oid, data), Target::Main)?);
+        }
+        Ok(engine.job(CatBlob { store: self.store, oid }, &mut self.resolver, interactive)?)
+    }
+
+    /// `ls <dataref> <path>` (git's `parse_ls`). While git writes the stream, what cannot be answered from the
+    /// repository and the stream's blobs (a tree git built, a commit mark) is git's to answer, or to die on.
+    pub(super) fn ls<'e>(
+        &mut self,
+        raw: &[u8],
+        arg: &[u8],
+        engine: &mut StreamEngine<'e, 'a>,
+    ) -> Result<(), SessionError>
+    where
+        'a: 'e,
+    {
+        self.count_request();
+        let line = request::c_string(raw).to_vec();
+        let ls_options = self.ls;
+        match ls::ls(&line, arg, &mut self.objects(), &ls_options) {
+            Ok(response) => {
+                self.confirm_git()?;
+                Ok(engine.ready(Response::Line(response), Target::Main)?)
+            }
+            // Damage is never git's to paper over (unless git died before it).
+            Err(LsError::Read(err)) => {
+                self.confirm_git()?;
+                Err(err.into())
+            }
+            Err(_) if self.writing() => self.relay(raw, Reply::Line, engine),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// `get-mark :<idnum>`: the mark's id, from the marks cat-blobd holds or (for marks git made) from git.
+    pub(super) fn get_mark<'e>(
+        &mut self,
+        mark: u64,
+        raw: &[u8],
+        engine: &mut StreamEngine<'e, 'a>,
+    ) -> Result<(), SessionError>
+    where
+        'a: 'e,
+    {
+        self.count_request();
+        match self.marks.get(mark) {
+            Some(id) => {
+                self.confirm_git()?;
+                let mut line = id.to_hex().to_string().into_bytes();
+                line.push(b'\n');
+                engine.ready(Response::Line(line), Target::Main)?;
+                Ok(())
+            }
+            None if self.writing() => self.relay(raw, Reply::Line, engine),
+            None => Err(SessionError::MarkNotDeclared(mark)),
+        }
+    }
+
+    /// `progress <text>`: the line, on stdout, in order with the responses.
+    pub(super) fn progress<'e, R: Read>(
+        &mut self,
+        reader: &mut LineReader<R>,
+        engine: &mut StreamEngine<'e, 'a>,
+    ) -> Result<(), SessionError>
+    where
+        'a: 'e,
+    {
+        self.confirm_git()?;
+        // The raw line, NUL and all: git writes `command_buf.len` bytes.
+        let mut progress = reader.line().to_vec();
+        progress.push(b'\n');
+        engine.ready(Response::Line(progress), Target::Stdout)?;
+        reader.skip_optional_lf()?;
+        Ok(())
+    }
+}
