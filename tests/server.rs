@@ -773,9 +773,16 @@ fn server_grace_period_cuts_streams_that_do_not_end() {
     (&conn).read_exact(&mut reply).unwrap();
     assert_bytes_eq("before the cut", &expected, &reply);
 
-    let mut child = spawn_connect(&daemon.socket, &[], Stdio::null(), Stdio::piped());
-    let stdin = child.stdin.take().unwrap();
+    let mut child = spawn_connect(&daemon.socket, &[], Stdio::piped(), Stdio::piped());
+    let mut stdin = child.stdin.take().unwrap();
     let stderr = read_all(child.stderr.take().unwrap());
+    // One answer through `connect` first: its stream is running, and waits for its next command (a client still
+    // in its hello at shutdown would be told the daemon is shutting down, with no stream to cut).
+    stdin.write_all(request.as_bytes()).unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut answer = vec![0u8; expected.len()];
+    stdout.read_exact(&mut answer).unwrap();
+    assert_bytes_eq("through connect before the cut", &expected, &answer);
     daemon.wait_for_stat("connections_open", 3);
 
     daemon.signal(rustix::process::Signal::TERM);
