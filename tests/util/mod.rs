@@ -84,7 +84,10 @@ pub fn fixtures_root() -> &'static Path {
 /// (each builds into its own staging directory and renames it into place; the loser of the race uses the
 /// winner's and deletes its own).
 pub fn build_with_script(script_path: &str, label: &str) -> PathBuf {
-    let script = fs::read(script_path).unwrap_or_else(|err| panic!("read {script_path}: {err}"));
+    let mut script = fs::read(script_path).unwrap_or_else(|err| panic!("read {script_path}: {err}"));
+    // The scripts source the shared pinned environment: a change there is a change of fixture too.
+    let shared = Path::new(script_path).with_file_name("pinned-env.sh");
+    script.extend(fs::read(&shared).unwrap_or_else(|err| panic!("read {}: {err}", shared.display())));
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let name = format!("{label}-{:016x}", fnv1a(&script));
     let root = tmp.join(&name);
