@@ -84,6 +84,15 @@ fn parse_count(text: &str) -> Result<usize, String> {
 }
 
 fn main() -> ExitCode {
+    if let Some(replies) = std::env::var_os(run::FLOOR_REPLIES) {
+        return match run::floor_responder(Path::new(&replies)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("vs_git floor: error: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match bench(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -159,6 +168,7 @@ fn bench(args: Args) -> Result<()> {
         git_dir: git_dir.clone(),
         scratch: work.join("fast-import-scratch.git"),
         cat_blobd: cat_blobd.clone(),
+        floor_replies: work.join("floor-replies"),
         gits,
         cat_blobd_args: args.cat_blobd_arg.clone(),
         time: Some(PathBuf::from("/usr/bin/time")).filter(|p| p.exists()),
@@ -197,7 +207,9 @@ fn bench(args: Args) -> Result<()> {
         Rng::new(7).shuffle(&mut small);
         small.truncate(latency_count + LATENCY_WARMUP);
         if small.len() > LATENCY_WARMUP {
-            for &tool in tools.iter().filter(|t| t.kind.output() == Output::Response) {
+            write_floor_replies(&setup, &small)?;
+            let floor = Tool::cat_blobd(Kind::Floor);
+            for &tool in tools.iter().filter(|t| t.kind.output() == Output::Response).chain([&floor]) {
                 eprintln!("latency: {} ping-pong over {} small blobs", tool.label(), small.len() - LATENCY_WARMUP);
                 latency.push(measure_latency(&setup, tool, &small)?);
             }
@@ -319,6 +331,15 @@ fn step(bar: &ProgressBar, message: String) {
         eprintln!("[{}/{}] {message}", bar.position() + 1, bar.length().unwrap_or(0));
     }
     bar.set_message(message);
+}
+
+/// What [`Kind::Floor`] answers: `git cat-file --batch`'s replies for `ids`.
+fn write_floor_replies(setup: &Setup, ids: &[&str]) -> Result<()> {
+    let ids_path = setup.floor_replies.with_extension("ids");
+    std::fs::write(&ids_path, ids.iter().map(|id| format!("{id}\n")).collect::<String>())?;
+    let stdin = std::fs::File::open(&ids_path)?.into();
+    let replies = git::output_from(git::git(&setup.git_dir).args(["cat-file", "--batch"]), stdin)?;
+    std::fs::write(&setup.floor_replies, replies).with_context(|| format!("writing {}", setup.floor_replies.display()))
 }
 
 fn measure_latency(setup: &Setup, tool: Tool, ids: &[&str]) -> Result<LatencyResult> {

@@ -33,7 +33,12 @@ pub fn pin_env(cmd: &mut Command) {
 
 /// Runs to completion and returns stdout; a failure carries git's stderr.
 pub fn output(cmd: &mut Command) -> Result<Vec<u8>> {
-    let out = cmd.stdin(Stdio::null()).output().with_context(|| format!("spawning {cmd:?}"))?;
+    output_from(cmd, Stdio::null())
+}
+
+/// [`output`], with `stdin` as its standard input.
+pub fn output_from(cmd: &mut Command, stdin: Stdio) -> Result<Vec<u8>> {
+    let out = cmd.stdin(stdin).output().with_context(|| format!("spawning {cmd:?}"))?;
     if !out.status.success() {
         bail!("{cmd:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
     }

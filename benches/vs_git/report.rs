@@ -259,6 +259,7 @@ fn chart(report: &Report, path: &Path) -> Result<()> {
             Kind::CatBlobd => RGBColor(0x4c, 0x9a, 0x4c),
             Kind::CatBlobdCatFile => RGBColor(0x8a, 0x5c, 0xb8),
             Kind::CatBlobdCatFileCheck => RGBColor(0x50, 0x9a, 0xa0),
+            Kind::Floor => RGBColor(0x80, 0x80, 0x80),
         };
         let lighten = |c: u8| c.saturating_add(((255 - u32::from(c)) * tool.git.min(2) as u32 / 3) as u8);
         RGBColor(lighten(r), lighten(g), lighten(b))

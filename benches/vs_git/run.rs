@@ -34,6 +34,11 @@ pub enum Kind {
     /// `cat-blobd cat-file --batch-check --buffer`.
     #[value(name = "cat-blobd-cat-file-check")]
     CatBlobdCatFileCheck,
+    /// The latency floor: this harness itself, answering every id from replies it holds in memory with one write
+    /// each (no lookup, no inflate). No tool answering through a pipe can beat it; it only runs in the latency
+    /// test, which always measures it.
+    #[value(skip)]
+    Floor,
 }
 
 impl Kind {
@@ -107,6 +112,7 @@ impl Tool {
             Kind::CatFileCheck => format!("{} cat-file --batch-check", git()),
             Kind::CatBlobdCatFile => "cat-blobd cat-file".to_string(),
             Kind::CatBlobdCatFileCheck => "cat-blobd cat-file --batch-check".to_string(),
+            Kind::Floor => "floor (replies from memory)".to_string(),
         }
     }
 
@@ -128,6 +134,8 @@ pub struct Setup {
     /// A throwaway bare repository borrowing the corpus objects: git fast-import writes into its repository.
     pub scratch: PathBuf,
     pub cat_blobd: Option<PathBuf>,
+    /// The replies [`Kind::Floor`] answers with (`git cat-file --batch` output for the latency ids).
+    pub floor_replies: PathBuf,
     /// The gits to compare against (`--git`, else the `git` on PATH).
     pub gits: Vec<Git>,
     pub cat_blobd_args: Vec<String>,
@@ -159,6 +167,8 @@ impl Setup {
             let git = self.gits.get(tool.git).context("no such git")?;
             let repository = if tool.kind == Kind::FastImport { &self.scratch } else { &self.git_dir };
             argv.extend([git.path.clone().into(), "--git-dir".into(), repository.clone().into()]);
+        } else if tool.kind == Kind::Floor {
+            argv.push(std::env::current_exe()?.into());
         } else {
             argv.push(self.cat_blobd.as_ref().context("cat-blobd binary not set")?.into());
         }
@@ -175,6 +185,7 @@ impl Setup {
             Kind::CatFileCheck | Kind::CatBlobdCatFileCheck => {
                 argv.extend(["cat-file", "--batch-check"].map(OsString::from))
             }
+            Kind::Floor => {}
         }
         if !interactive && !tool.speaks_fast_import() {
             argv.push("--buffer".into());
@@ -189,6 +200,7 @@ impl Setup {
         // For `cat-blobd cat-file`, which takes git cat-file's flags only; the other tools name their
         // repository with --git-dir, which wins.
         cmd.env("GIT_DIR", &self.git_dir);
+        cmd.env(FLOOR_REPLIES, &self.floor_replies);
         cmd
     }
 
@@ -485,5 +497,39 @@ impl Checksum {
             h = (h ^ lane).wrapping_mul(Self::PRIME).rotate_left(31);
         }
         h
+    }
+}
+
+/// Set for the harness's own [`Kind::Floor`] process: the file of replies it answers from.
+pub const FLOOR_REPLIES: &str = "VS_GIT_FLOOR_REPLIES";
+
+/// [`Kind::Floor`]'s loop: `git cat-file --batch` replies read from `replies` are held in memory, and each
+/// request line (`<id>` or `cat-blob <id>`) is answered with its reply in one `write` on stdout.
+pub fn floor_responder(replies: &Path) -> Result<()> {
+    let all = fs::read(replies).with_context(|| format!("reading {}", replies.display()))?;
+    let mut by_id = std::collections::HashMap::new();
+    let mut rest = &all[..];
+    while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+        let header = std::str::from_utf8(&rest[..end])?;
+        let fields: Vec<&str> = header.split(' ').collect();
+        let [id, _, size] = fields[..] else { bail!("unexpected reply header {header:?}") };
+        let len = end + 1 + size.parse::<usize>()? + 1;
+        by_id.insert(id.as_bytes().to_vec(), &rest[..len]);
+        rest = &rest[len..];
+    }
+    let mut stdin = BufReader::new(std::io::stdin().lock());
+    let mut stdout = std::io::stdout().lock();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if stdin.read_until(b'\n', &mut line)? == 0 {
+            return Ok(());
+        }
+        let id = line.strip_suffix(b"\n").unwrap_or(&line);
+        let id = id.strip_prefix(b"cat-blob ").unwrap_or(id);
+        let reply = by_id.get(id).with_context(|| format!("no reply for {:?}", String::from_utf8_lossy(id)))?;
+        // `Stdout` is line-buffered: a whole reply given at once goes out in one `write`.
+        stdout.write_all(reply)?;
+        stdout.flush()?;
     }
 }
