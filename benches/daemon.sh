@@ -10,6 +10,8 @@
 #   version  `cat-blobd --version`: starting the binary, plus clap building the one-shot command line
 #   nodaemon `cat-blobd connect` on a socket path that does not exist: starting the binary, parsing connect's
 #            flags, collecting its fds, failing to connect
+#   static   with STATIC=1: `connect` and `nodaemon` again with the static, non-PIE build of
+#            scripts/build-static.sh (CAT_BLOBD_STATIC=path picks it): no dynamic loader, no relocations
 # plus, once, the dynamic loader's own statistics (LD_DEBUG=statistics: relocations and time in ld.so).
 # and prints, for each, the total time and p50/p99 per stream (for the first three a stream's time includes
 # starting its process, as a frontend pays it), then the ratios. Each way is checked to give the same bytes as
@@ -161,20 +163,34 @@ summary() { # way -> "total_ms p50_ms p99_ms"
 echo "repository: $git_dir ($(wc -l <"$work/blobs") blobs); $streams streams of $requests cat-blob requests"
 echo "binary: $CAT_BLOBD; $(git --version); $(nproc) cores"
 git=$(type -P git)
+static_ways=() static_names=
+if [ "${STATIC:-}" = 1 ] || [ -n "${CAT_BLOBD_STATIC:-}" ]; then
+    CAT_BLOBD_STATIC=${CAT_BLOBD_STATIC:-$("$here/scripts/build-static.sh")}
+    echo "static binary: $CAT_BLOBD_STATIC"
+    "$CAT_BLOBD_STATIC" connect --socket "$work/socket" --quiet --cat-blob-fd=3 <"$work/streams/0" 3>"$work/got" >/dev/null
+    GIT_DIR=$work/oracle.git git fast-import --quiet --cat-blob-fd=3 <"$work/streams/0" 3>"$work/expected" >/dev/null
+    cmp -s "$work/expected" "$work/got" || { echo "static: stream 0 differs from git" >&2; exit 1; }
+    static_ways=(
+        "$(way static 0 - "$CAT_BLOBD_STATIC" connect --socket "$work/socket" --quiet --cat-blob-fd=3)"
+        "$(way nostatic 128 - "$CAT_BLOBD_STATIC" connect --socket "$work/no-such-socket" --quiet)"
+    )
+    static_names="static nostatic"
+fi
 measure_processes \
     "$(way daemon 0 - "$CAT_BLOBD" connect --socket "$work/socket" --quiet --cat-blob-fd=3)" \
     "$(way git 0 "GIT_DIR=$work/oracle.git" "$git" fast-import --quiet --cat-blob-fd=3)" \
     "$(way fresh 0 - "$CAT_BLOBD" --git-dir "$git_dir" --quiet --cat-blob-fd=3)" \
     "$(way floor 0 - "$(type -P true)")" \
     "$(way version 0 - "$CAT_BLOBD" --version)" \
-    "$(way nodaemon 128 - "$CAT_BLOBD" connect --socket "$work/no-such-socket" --quiet)"
+    "$(way nodaemon 128 - "$CAT_BLOBD" connect --socket "$work/no-such-socket" --quiet)" \
+    "${static_ways[@]}"
 measure_plain
 echo "dynamic loader, one run of connect:"
 LD_DEBUG=statistics "$CAT_BLOBD" connect --socket "$work/socket" --quiet --cat-blob-fd=3 <"$work/streams/0" \
     3>/dev/null 2>&1 >/dev/null | sed -n 's/^ *[0-9]*: *//p' | grep -E 'total startup time|relocations' || true
 printf '%-8s %12s %10s %10s %14s\n' way total_ms p50_ms p99_ms p50_vs_floor
 read -r _ floor_p50 _ < <(summary floor)
-for way in daemon git fresh plain floor version nodaemon; do
+for way in daemon git fresh plain floor version nodaemon $static_names; do
     read -r total p50 p99 < <(summary "$way")
     printf '%-8s %12s %10s %10s %13.2fx\n' "$way" "$total" "$p50" "$p99" "$(awk -v a="$p50" -v b="$floor_p50" 'BEGIN { print a / b }')"
     eval "total_$way=$total p50_$way=$p50"
