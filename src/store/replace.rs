@@ -22,32 +22,27 @@ pub struct Replacements {
 }
 
 impl Replacements {
-    /// Reads the replace refs of the repository whose shared git directory is `common_dir`.
+    /// Reads the replace refs of the repository whose shared git directory is `common_dir`, loose over packed, as
+    /// gix-ref lists them: a sorted packed-refs file is mapped and searched for the prefix, so a repository with
+    /// millions of other refs (a forge's `refs/pull/*`) costs no more to start than one without them, as in git.
+    /// A ref whose name below `base` or whose target is not a full id of the repository's hash is skipped, as git
+    /// skips it (with a warning); so is one gix-ref cannot read.
     pub fn read(common_dir: &Path, base: &str, hash: gix_hash::Kind) -> Replacements {
         let mut map = HashMap::new();
         let base = if base.ends_with('/') { base.to_owned() } else { format!("{base}/") };
-        if let Ok(packed) = std::fs::read(common_dir.join("packed-refs")) {
-            for line in packed.split(|&b| b == b'\n') {
-                let Some((target, name)) = split_ref_line(line) else { continue };
-                if let Some(original) = name.strip_prefix(base.as_bytes()) {
-                    insert(&mut map, original, target, hash);
-                }
-            }
-        }
-        // Loose refs override packed ones.
-        let mut stack = vec![(common_dir.join(&base), Vec::new())];
-        while let Some((dir, prefix)) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-            for entry in entries.flatten() {
-                let name = [&prefix[..], entry.file_name().as_encoded_bytes()].concat();
-                let path = entry.path();
-                if path.is_dir() {
-                    let mut nested = name;
-                    nested.push(b'/');
-                    stack.push((path, nested));
-                } else if let Ok(content) = std::fs::read(&path) {
-                    insert(&mut map, &name, content.trim_ascii(), hash);
-                }
+        let refs = gix_ref::file::Store::at(common_dir.to_owned(), hash);
+        let Ok(platform) = refs.iter() else { return Replacements { map } };
+        let Ok(prefix) = base.as_str().try_into() else { return Replacements { map } };
+        let Ok(listed) = platform.prefixed(prefix) else { return Replacements { map } };
+        for reference in listed.flatten() {
+            let (Some(original), gix_ref::Target::Object(target)) =
+                (reference.name.as_bstr().strip_prefix(base.as_bytes()), &reference.target)
+            else {
+                continue;
+            };
+            let original = (original.len() == hash.len_in_hex()).then(|| ObjectId::from_hex(original).ok()).flatten();
+            if let Some(original) = original.filter(|_| target.kind() == hash) {
+                map.insert(original, *target);
             }
         }
         Replacements { map }
@@ -67,24 +62,6 @@ impl Replacements {
             }
         }
         Err(ReplaceError::TooDeep(*id))
-    }
-}
-
-/// `<hex> <refname>` from packed-refs; comments and peeled (`^`) lines are not refs.
-fn split_ref_line(line: &[u8]) -> Option<(&[u8], &[u8])> {
-    if line.starts_with(b"#") || line.starts_with(b"^") {
-        return None;
-    }
-    let space = memchr::memchr(b' ', line)?;
-    Some((&line[..space], &line[space + 1..]))
-}
-
-/// Keeps a replace ref whose name and target are full ids of the repository's hash (git warns about and
-/// skips others).
-fn insert(map: &mut HashMap<ObjectId, ObjectId>, original: &[u8], target: &[u8], hash: gix_hash::Kind) {
-    let parse = |hex: &[u8]| (hex.len() == hash.len_in_hex()).then(|| ObjectId::from_hex(hex).ok()).flatten();
-    if let (Some(original), Some(target)) = (parse(original), parse(target)) {
-        map.insert(original, target);
     }
 }
 
