@@ -382,6 +382,58 @@ fn server_connect_is_a_drop_in_for_cat_blobd() {
     assert_bytes_eq("marks file", &marks, &std::fs::read(there.path().join("marks")).expect("connect's marks file"));
 }
 
+/// Connection threads are reused: the working directory a `connect` client's stream ran in must not stay with
+/// the thread. A later client that passes no directory (the hello allows that) names files relative to the
+/// daemon's own directory, never to an earlier client's.
+#[test]
+fn server_a_connect_clients_directory_does_not_outlive_its_stream() {
+    let fixture = Fixture::Basic;
+    let (daemon_dir, client_dir) = (TempDir::new("daemon-cwd"), TempDir::new("client-cwd"));
+    let socket = daemon_dir.path().join("socket");
+    let cwd = daemon_dir.path().to_owned();
+    let mut daemon = Daemon::spawn_with(&socket, &fixture.git_dir(), &[], |cmd| {
+        cmd.current_dir(&cwd);
+    });
+    daemon.wait_for_log("listening");
+    let stream = b"blob\nmark :3\ndata 4\nabc\n\n";
+    let got = crate::util::Run::new(CAT_BLOBD)
+        .arg("connect")
+        .arg("--socket")
+        .arg(&socket)
+        .arg("--export-marks=first.marks")
+        .current_dir(client_dir.path())
+        .stdin(stream.to_vec())
+        .run();
+    assert!(got.status.success(), "connect: {}", escape(&got.stderr));
+    assert!(client_dir.path().join("first.marks").exists(), "the connect client's marks, in its directory");
+    daemon.wait_for_log_count("outcome=", 1);
+
+    // The same stream from a client that passes its stdin and no directory.
+    let input = daemon_dir.path().join("stream");
+    std::fs::write(&input, stream).unwrap();
+    let input = std::fs::File::open(&input).unwrap();
+    let hello = cat_blobd::server::protocol::Hello {
+        fd_numbers: vec![0],
+        umask: 0o022,
+        args: vec![b"--export-marks=second.marks".to_vec()],
+    };
+    let conn = UnixStream::connect(&socket).expect("connect to the daemon");
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = rustix::net::SendAncillaryBuffer::new(&mut space);
+    let fds = [std::os::fd::AsFd::as_fd(&input)];
+    assert!(control.push(rustix::net::SendAncillaryMessage::ScmRights(&fds)));
+    let bytes = hello.encode();
+    let sent =
+        rustix::net::sendmsg(&conn, &[std::io::IoSlice::new(&bytes)], &mut control, rustix::net::SendFlags::empty());
+    assert_eq!(sent.expect("send the hello"), bytes.len());
+    conn.set_read_timeout(Some(WAIT)).unwrap();
+    let mut reply = Vec::new();
+    (&conn).read_to_end(&mut reply).expect("the reply");
+    assert_eq!(reply, b"exit 0\n", "{}", daemon.log());
+    assert!(!client_dir.path().join("second.marks").exists(), "a later stream wrote into the first client's directory");
+    assert!(daemon_dir.path().join("second.marks").exists(), "marks of a client without a directory, in the daemon's");
+}
+
 /// A frontend that stops reading: `cat-blobd` is killed by SIGPIPE, and so is `connect` (shell status 141), with
 /// nothing on stderr; the daemon goes on serving.
 #[test]

@@ -15,6 +15,7 @@ use super::log::Value;
 use super::peer::Peer;
 use super::protocol::Reply;
 use super::stats::add;
+use super::workers::{IDLE_LIFETIME, Workers};
 
 /// At most one line per period for each rate-limited event.
 const LOG_PERIOD: Duration = Duration::from_secs(1);
@@ -33,6 +34,8 @@ pub(super) struct Acceptor<'a> {
     accept_failures: Throttle,
     /// Accepted connections whose thread could not start for want of fds: started after the backoff.
     deferred: VecDeque<(u64, Arc<UnixStream>, Peer)>,
+    /// The threads connections run on.
+    workers: Workers,
 }
 
 impl<'a> Acceptor<'a> {
@@ -45,6 +48,7 @@ impl<'a> Acceptor<'a> {
             refusals: Throttle::default(),
             accept_failures: Throttle::default(),
             deferred: VecDeque::new(),
+            workers: Workers::new("conn", IDLE_LIFETIME),
         }
     }
 
@@ -196,7 +200,7 @@ impl<'a> Acceptor<'a> {
         let accepted = Instant::now();
         let connection =
             Connection { id, stream: Arc::clone(&stream), peer, handle, state: Arc::clone(state), accepted };
-        let spawned = std::thread::Builder::new().name(format!("conn-{id}")).spawn(move || {
+        let spawned = self.workers.run(move || {
             let _done = Finished { state: Arc::clone(&connection.state), id };
             connection.run();
         });

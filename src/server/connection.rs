@@ -379,11 +379,6 @@ impl Connection {
                 passed.push((*number, fd));
             }
         }
-        if let Err(err) = enter_client_context(cwd.as_ref().map(AsFd::as_fd), hello.umask) {
-            let message = format!("cannot enter the client's working directory: {err}");
-            self.reply(&Reply::Fatal(message.clone().into_bytes()));
-            return Record::refused(kind, message);
-        }
         let find = |number: i32| passed.iter().find(|(n, _)| *n == number).map(|(_, fd)| fd.as_fd());
         let Some(stdin) = find(0) else {
             // What `cat-blobd` itself says when its stdin is not open.
@@ -405,6 +400,10 @@ impl Connection {
         let (stdout, passed_fds) = (find(1), passed.iter().map(|(n, fd)| (*n, fd.as_fd())).collect());
         let result = std::thread::scope(|scope| {
             let session = scope.spawn(move || {
+                // This thread's (and its helpers'), never the connection thread's: that one runs more connections.
+                if let Err(err) = enter_client_context(cwd.as_ref().map(AsFd::as_fd), hello.umask) {
+                    return Err(format!("cannot enter the client's working directory: {err}"));
+                }
                 let input = CancellableInput::new(stdin, cancel);
                 let outcome = match cat_file {
                     Some(args) => super::cat_file::run(state, args, input, stdout, relay_write.as_fd(), cancel),
@@ -414,21 +413,27 @@ impl Connection {
                     }
                 };
                 drop(relay_write);
-                outcome
+                Ok(outcome)
             });
             pump(relay_read, client_stderr, &self.stream, cancel, &mut relay);
             session.join()
         });
-        let Ok(outcome) = result else {
-            relay.finish(true, client_stderr);
-            self.reply(&Reply::Fatal(b"internal error: the stream's thread panicked".to_vec()));
-            return Record::panicked(kind);
+        let outcome = match result {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(message)) => {
+                self.reply(&Reply::Fatal(message.clone().into_bytes()));
+                return Record::refused(kind, message);
+            }
+            Err(_) => {
+                relay.finish(true, client_stderr);
+                self.reply(&Reply::Fatal(b"internal error: the stream's thread panicked".to_vec()));
+                return Record::panicked(kind);
+            }
         };
         let broken_pipe = outcome.broken_pipe || relay.stderr_broken;
         relay.finish(!broken_pipe, client_stderr);
         // Close every passed fd before the reply: the frontend sees end of file no later than `connect` exits.
         drop(passed);
-        drop(cwd);
         self.reply(&if broken_pipe { Reply::Signal(protocol::SIGPIPE) } else { Reply::Exit(outcome.code()) });
         Record::stream(kind, &outcome, cancel.reason(), broken_pipe)
     }

@@ -35,6 +35,7 @@ mod relay;
 pub mod shutdown;
 mod slots;
 mod stats;
+mod workers;
 
 use std::collections::HashMap;
 use std::io;
