@@ -116,6 +116,20 @@ def crafted_pack(objects):
     return bytes([len(objects)]) + b"".join(struct.pack("<I", o << 1) for o in offsets) + body
 
 
+def inflate_prefix_seeds(pack_path):
+    """zlib streams: every entry of the pack (up to where its stream ends), and samples deflated at every level."""
+    pack = open(pack_path, "rb").read()
+    for _, at in read_idx_offsets(pack_path[:-5] + ".idx"):
+        _, _, data, _ = entry(pack, at)
+        d = zlib.decompressobj()
+        d.decompress(pack[data:])
+        put("inflate_prefix", pack[data:len(pack) - len(d.unused_data)])
+    samples = [b"", b"a", b"abc" * 40, bytes(range(256)) * 3, b"".join(b"line %d\n" % (n % 9) for n in range(400))]
+    for level in range(10):
+        for sample in samples:
+            put("inflate_prefix", zlib.compress(sample, level))
+
+
 def main():
     fixtures = sys.argv[1] if len(sys.argv) > 1 else None
     pack_dir = os.path.join(REPO, "objects", "pack")
@@ -159,6 +173,9 @@ def main():
             put("loose", open(f, "rb").read())
     for obj in [b"blob 0\0", b"tree 0\0", b"commit 3\0abc", b"tag 1\0\n", b"blob 5\0hello"]:
         put("loose", zlib.compress(obj))
+
+    # inflate_prefix: the repository's zlib streams and deflated samples.
+    inflate_prefix_seeds(repo_pack)
 
     # session: streams that ask for the repository's objects in every way the grammar allows.
     ids = [line.split()[0] for line in open(os.path.join(REPO, "OBJECTS"))]

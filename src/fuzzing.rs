@@ -109,6 +109,30 @@ pub fn loose(data: &[u8]) {
     }
 }
 
+/// The head lengths the store asks of a zlib stream (delta headers, loose headers, unknown types' headers),
+/// and every one around them.
+fn head_lengths() -> impl Iterator<Item = usize> {
+    (1..=64).chain([1 << 16])
+}
+
+/// `inflate_prefix`: `data` as a zlib stream. For every head length, the prefix decoder (src/store/
+/// inflate_prefix.rs) must give zlib's bytes, or leave the stream to zlib. Returns how many lengths it answered.
+pub fn inflate_prefix(data: &[u8]) -> usize {
+    head_lengths().filter(|&max| fuzz_api::inflate_prefix(data, max)).count()
+}
+
+/// [`inflate_prefix`] on every object's zlib stream under `objects`: `(streams, streams answered for every
+/// head length)`.
+pub fn inflate_prefix_objects(objects: &Path, hash: gix_hash::Kind) -> (usize, usize) {
+    let store = Store::open(objects, hash, options());
+    let (mut streams, mut answered) = (0, 0);
+    fuzz_api::each_zlib_stream(&store, |data| {
+        streams += 1;
+        answered += usize::from(inflate_prefix(data) == head_lengths().count());
+    });
+    (streams, answered)
+}
+
 /// `pack`: `[n: u8][n × offset: u32 LE][pack bytes]`. The pack is stored with an index listing `n` objects
 /// whose ids are `[i, 0, 0, …]` (so a REF_DELTA can name them) at those offsets (high bit cleared), its
 /// header's object count set to `n` and the index's pack checksum copied from the pack's trailer, so that

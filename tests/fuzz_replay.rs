@@ -23,6 +23,7 @@ fn run(target: &str, data: &[u8]) {
         "pack" => fuzzing::pack(data),
         "idx" => fuzzing::idx(repo(), data),
         "loose" => fuzzing::loose(data),
+        "inflate_prefix" => _ = fuzzing::inflate_prefix(data),
         other => panic!("unknown fuzz target {other}"),
     }
 }
@@ -72,6 +73,11 @@ fn replay_idx_corpus_and_findings() {
 #[test]
 fn replay_loose_corpus_and_findings() {
     replay("loose");
+}
+
+#[test]
+fn replay_inflate_prefix_corpus_and_findings() {
+    replay("inflate_prefix");
 }
 
 /// Replays one finding by name.

@@ -10,6 +10,7 @@ mod fuzz_replay;
 mod generated;
 mod grammar;
 mod hardening;
+mod inflate_prefix;
 mod interactive;
 mod ls;
 mod pinned;

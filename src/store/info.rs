@@ -2,7 +2,6 @@
 //! and `loose_object_info` find them: the size of a base entry is in its header, the size of a delta in the
 //! first bytes of the delta, and the type at the bottom of the delta chain; a loose object's header is the
 //! first bytes of its zlib stream. Only those few bytes are inflated.
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -10,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use gix_pack::data::entry::Header;
 
+use super::inflate_prefix::inflate_head;
 use super::pack::Pack;
 use super::{Damage, Kind, Location, ObjectId, ReadError, Store, delta, loose, oid};
 
@@ -228,53 +228,5 @@ fn unknown_type(header: &[u8], header_too_long: bool) -> Damage {
             Damage::UnknownType { type_name: type_name.to_vec(), size, header_too_long }
         }
         _ => Damage::LooseHeader,
-    }
-}
-
-/// The first `max` bytes (fewer if the stream ends first) of the zlib stream at the start of `input`.
-///
-/// gix-zlib's `Inflate::prefix` stops when `max` bytes are out, as git's zlib does with its small buffer.
-/// flate2's stream API inflated up to 32 KiB into its window first, into a new 40 KiB state for every object:
-/// that was half of `--batch-check`'s time on git.git. One inflater per thread is reset for each object.
-fn inflate_head(input: &[u8], max: usize) -> Result<Vec<u8>, Damage> {
-    thread_local! {
-        static INFLATE: RefCell<gix_zlib::Inflate> = RefCell::default();
-    }
-    let mut out = vec![0; max];
-    let inflated = INFLATE.with_borrow_mut(|inflate| {
-        inflate.reset();
-        inflate.prefix(input, &mut out)
-    });
-    match inflated {
-        // Out of input before `max` bytes: what came is the head, if anything came.
-        Ok((status, _, written)) if written > 0 || status == gix_zlib::Status::StreamEnd => {
-            out.truncate(written);
-            Ok(out)
-        }
-        _ => Err(Damage::Zlib),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-
-    #[test]
-    fn the_head_of_a_stream_is_inflated_without_the_rest() {
-        let body: Vec<u8> = (0..100_000u32).flat_map(|n| n.to_le_bytes()).collect();
-        let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-        encoder.write_all(&body).unwrap();
-        let compressed = encoder.finish().unwrap();
-        assert_eq!(inflate_head(&compressed, 20).unwrap(), &body[..20]);
-        let mut short = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-        short.write_all(b"abc").unwrap();
-        assert_eq!(inflate_head(&short.finish().unwrap(), 20).unwrap(), b"abc");
-        assert!(inflate_head(b"not zlib", 20).is_err());
-        // A stream cut short gives what it has, or an error when that is nothing.
-        let stored = [&[0x78, 0x01, 0x01, 0x0a, 0x00, 0xf5, 0xff][..], b"0123456789"].concat();
-        assert_eq!(inflate_head(&stored[..12], 20).unwrap(), b"01234");
-        assert!(inflate_head(&stored[..7], 20).is_err());
-        assert!(inflate_head(&compressed[..1], 20).is_err());
     }
 }

@@ -10,6 +10,7 @@ mod data;
 pub(crate) mod delta;
 mod enumerate;
 mod inflate;
+mod inflate_prefix;
 mod info;
 mod loose;
 mod pack;
@@ -445,6 +446,25 @@ pub(crate) mod fuzz_api {
     /// Decodes a whole loose object file (zlib of `<type> <size>\0<content>`), refusing sizes over `limit`.
     pub(crate) fn decode_loose(compressed: &[u8], limit: u64) -> Result<(super::Kind, Vec<u8>), super::Damage> {
         super::loose::decode(compressed, limit)
+    }
+
+    /// Whether the prefix decoder answered for the zlib stream `input` (it panics when its answer for the
+    /// first `max` bytes is not zlib's).
+    pub(crate) fn inflate_prefix(input: &[u8], max: usize) -> bool {
+        super::inflate_prefix::check_against_zlib(input, max)
+    }
+
+    /// Every object's zlib stream: a pack entry's data up to the pack's end (as reads see it), a loose file.
+    pub(crate) fn each_zlib_stream(store: &super::Store, mut each: impl FnMut(&[u8])) {
+        store.for_each_object_unordered(|_, place| match place.0 {
+            super::info::Where::Packed(pack, offset) => {
+                if let Ok(data) = pack.entry(offset).and_then(|entry| pack.compressed(&entry)) {
+                    each(data);
+                }
+            }
+            super::info::Where::Loose(path) => each(&std::fs::read(path).expect("read a loose object")),
+            super::info::Where::Virtual => {}
+        });
     }
 }
 
