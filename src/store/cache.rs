@@ -88,6 +88,16 @@ impl<V: Weighed> DeltaCache<V> {
         }
     }
 
+    /// Lets `key` go first: it becomes the least recently used entry of the `other` list. While the cache has
+    /// room it stays, for whoever walks the same chain again (a daemon's next stream); the first entry a `put`
+    /// needs room for evicts it, as if it had been removed.
+    pub(crate) fn release(&mut self, key: EntryKey) {
+        if let Some(value) = self.wanted.pop(&key) {
+            self.other.put(key, value);
+        }
+        self.other.demote(&key);
+    }
+
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
@@ -209,8 +219,9 @@ impl SharedCache {
         }
     }
 
-    pub(super) fn remove(&self, key: EntryKey) {
-        self.lock().remove(key)
+    /// See [`DeltaCache::release`].
+    pub(super) fn release(&self, key: EntryKey) {
+        self.lock().release(key)
     }
 
     /// (hits, misses) since creation.
@@ -302,8 +313,27 @@ mod tests {
         cache.keep(key(4), &blob(4), Keep::Other);
         assert!(cache.get(key(1)).is_some(), "a wanted base outlives newer other entries");
         assert!(cache.get(key(3)).is_none() && cache.get(key(4)).is_some());
-        cache.remove(key(1));
-        assert_eq!(cache.bytes(), 4);
+        cache.release(key(1));
+        cache.keep(key(5), &blob(4), Keep::Other);
+        assert!(cache.get(key(1)).is_none(), "a released base is the first to go");
+        assert!(cache.get(key(4)).is_some() && cache.get(key(5)).is_some());
+    }
+
+    /// A base whose deltas were all served stays while there is room: a daemon's next stream may ask for the same
+    /// deltas, and before this each of them inflated the base again.
+    #[test]
+    fn a_released_base_stays_while_there_is_room() {
+        let mut cache = DeltaCache::new(12);
+        cache.put(key(1), blob(4), false);
+        cache.put(key(2), blob(4), true);
+        cache.release(key(2));
+        assert!(cache.get(key(2)).is_some(), "room enough: still there");
+        cache.release(key(2));
+        cache.put(key(3), blob(4), false);
+        assert_eq!(cache.bytes(), 12);
+        cache.put(key(4), blob(4), false);
+        assert!(cache.get(key(2)).is_none(), "released: evicted before the older entry 1");
+        assert!(cache.get(key(1)).is_some());
     }
 
     /// The policy's decisions, one by one: a change to any of them is a change to what the cache holds, which

@@ -210,7 +210,7 @@ impl Store {
             if let Some((pack, offset)) = base
                 && CachePolicy::release_base(!pack.delta_built_from(offset))
             {
-                resolver.cache.remove(pack.key(offset));
+                resolver.cache.release(pack.key(offset));
             }
             let (pack, offset) = below.expect("the object asked for is a pack entry");
             resolver.cache.keep(pack.key(offset), &object, CachePolicy::served(pack.is_delta_base(offset)));
