@@ -228,6 +228,13 @@ impl SharedCache {
     pub fn hit_counts(&self) -> (u64, u64) {
         self.lock().hit_counts()
     }
+
+    /// The object entry the next eviction takes.
+    #[cfg(test)]
+    pub(super) fn first_to_go(&self) -> Option<EntryKey> {
+        let cache = self.lock();
+        cache.other.peek_lru().or_else(|| cache.wanted.peek_lru()).map(|(key, _)| *key)
+    }
 }
 
 impl std::fmt::Debug for SharedCache {

@@ -318,7 +318,7 @@ mod tests {
     }
 
     #[test]
-    fn known_bases_are_kept_until_their_last_delta_is_served() {
+    fn known_bases_are_kept_until_their_last_delta_is_served_then_go_first() {
         let objects = Objects::new();
         let contents = versions("v", 4);
         let mut entries = chain(&slices(&contents), true);
@@ -337,7 +337,7 @@ mod tests {
         read(&store, &entries[0].0, resolver);
         assert!(cached(0), "a whole object its delta waits for");
         read(&store, &entries[1].0, resolver);
-        assert!(!cached(0), "its only delta was served");
+        assert_eq!(cache.first_to_go(), Some(pack.key(offsets[0])), "its only delta was served: let go first");
         assert!(cached(1), "served, and two deltas wait for it");
         assert_eq!(read(&store, &entries[4].0, resolver), other);
         assert!(cached(1), "one of its deltas was served, the other still waits");
@@ -345,7 +345,7 @@ mod tests {
         assert!(cached(1), "walking through v2 does not serve it: v1 still waits for that");
         assert!(!cached(2) && !cached(3) && !cached(4), "an intermediate, and objects nothing is built on");
         read(&store, &entries[2].0, resolver);
-        assert!(!cached(1), "now its last delta was served");
+        assert_eq!(cache.first_to_go(), Some(pack.key(offsets[1])), "now its last delta was served");
     }
 
     #[test]
