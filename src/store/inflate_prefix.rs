@@ -408,25 +408,13 @@ fn adler32(data: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::testpack::noise;
     use std::io::Write;
 
     fn zlib(data: &[u8], level: u32) -> Vec<u8> {
         let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level));
         encoder.write_all(data).unwrap();
         encoder.finish().unwrap()
-    }
-
-    /// xorshift64: reproducible bytes without a dependency.
-    fn random_bytes(seed: u64, len: usize) -> Vec<u8> {
-        let mut state = seed | 1;
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect()
     }
 
     /// Inputs of every kind deflate makes: stored (level 0, random bytes), fixed (short), dynamic (long),
@@ -440,9 +428,9 @@ mod tests {
             b"abc".to_vec(),
             vec![b'x'; 100],
             vec![0; 70_000],
-            random_bytes(1, 10),
-            random_bytes(2, 300),
-            random_bytes(3, 100_000),
+            noise(1, 10),
+            noise(2, 300),
+            noise(3, 100_000),
             text,
             delta_like,
             (0..200_000u32).flat_map(|n| (n / 3).to_le_bytes()).collect(),
@@ -476,7 +464,7 @@ mod tests {
                 }
                 // One bit flipped, at every bit of the first 200 bytes and at random places after.
                 let mut flips: Vec<usize> = (0..(compressed.len().min(200) * 8)).collect();
-                flips.extend(random_bytes(n as u64 + 7, 64).iter().map(|r| usize::from(*r) * compressed.len() / 32));
+                flips.extend(noise(n as u64 + 7, 64).iter().map(|r| usize::from(*r) * compressed.len() / 32));
                 for bit in flips.into_iter().filter(|bit| bit / 8 < compressed.len()) {
                     let mut damaged = compressed.clone();
                     damaged[bit / 8] ^= 1 << (bit % 8);

@@ -271,7 +271,7 @@ impl HeaderReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testpack::{Objects, Stored, chain, delta, object_id};
+    use crate::store::testpack::{Objects, Stored, chain, delta, noise, object_id};
     use crate::store::{Kind, ObjectId};
 
     const SHA1: gix_hash::Kind = gix_hash::Kind::Sha1;
@@ -387,21 +387,10 @@ mod tests {
     /// 663 MB peak on git.git at 100,000 blobs), though the stream never asked for most of it.
     #[test]
     fn the_base_scan_leaves_the_mapped_pack_alone() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut noise = |len: usize| -> Vec<u8> {
-            (0..len)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                })
-                .collect()
-        };
         // 4 MiB that does not compress, with a delta so that the scan has a base to find.
-        let mut entries: Vec<(ObjectId, Stored)> = (0..1024)
-            .map(|_| {
-                let data = noise(4096);
+        let mut entries: Vec<(ObjectId, Stored)> = (0..1024u64)
+            .map(|n| {
+                let data = noise(n, 4096);
                 (object_id(Kind::Blob, &data), Stored::Whole(Kind::Blob, data))
             })
             .collect();

@@ -184,3 +184,16 @@ pub(super) fn chain(contents: &[&[u8]], ofs: bool) -> Vec<(ObjectId, Stored)> {
     }
     entries
 }
+
+/// Reproducible bytes that do not compress (xorshift64), without a dependency.
+pub(super) fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
