@@ -460,16 +460,9 @@ fn server_connect_dies_by_sigpipe_like_cat_blobd() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn");
-        let feeder = crate::util::feed_stdin(&mut child, stream.clone().into_bytes());
-        let mut stdout = child.stdout.take().unwrap();
-        let mut first = [0u8; 100];
-        stdout.read_exact(&mut first).expect("the first bytes of the first response");
-        drop(stdout);
-        let stderr = read_all(child.stderr.take().unwrap());
-        let status = crate::util::wait_with_timeout(&mut child, WAIT, what.as_ref());
-        feeder.join().unwrap();
+        let (status, stderr) =
+            crate::util::hang_up_after_first_bytes(&mut child, stream.clone().into_bytes(), WAIT, what);
         assert_eq!(status.signal(), Some(libc::SIGPIPE), "{what}: {status}");
-        let stderr = stderr.join().unwrap();
         assert!(stderr.is_empty(), "{what}: {}", escape(&stderr));
         assert!(!dir.path().join(what).exists(), "{what}: no marks exported after SIGPIPE");
     }

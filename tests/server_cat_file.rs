@@ -240,16 +240,9 @@ fn server_cat_file_dies_by_sigpipe_like_the_direct_run() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn");
-        let feeder = crate::util::feed_stdin(&mut child, "HEAD:dir/long.txt\n".repeat(20_000).into_bytes());
-        let mut stdout = child.stdout.take().unwrap();
-        let mut first = [0u8; 100];
-        stdout.read_exact(&mut first).expect("the first answer");
-        drop(stdout);
-        let stderr = read_all(child.stderr.take().unwrap());
-        let status = wait_with_timeout(&mut child, WAIT, what.as_ref());
-        feeder.join().unwrap();
+        let input = "HEAD:dir/long.txt\n".repeat(20_000).into_bytes();
+        let (status, stderr) = crate::util::hang_up_after_first_bytes(&mut child, input, WAIT, what);
         assert_eq!(status.signal(), Some(libc::SIGPIPE), "{what}: {status}");
-        let stderr = stderr.join().unwrap();
         assert!(stderr.is_empty(), "{what}: {}", escape(&stderr));
     }
     daemon.wait_for_log("outcome=broken-pipe");

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use crate::util::case::{Case, Source, StderrMatch, assert_same_repository, case};
 use crate::util::{
-    CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, clean_git_env, escape, feed_stdin, git,
-    parse_responses, read_all, rev_parse, scratch_repo, wait_with_timeout,
+    CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, clean_git_env, escape, git,
+    hang_up_after_first_bytes, parse_responses, read_all, rev_parse, scratch_repo, wait_with_timeout,
 };
 
 const IDENT: &str = "C O Mitter <c@example.com> 1700000000 +0000";
@@ -515,15 +515,7 @@ fn frontend_gone_mid_stream() {
         } else {
             spawn_cat_blobd(&repo, &["--export-marks=m"])
         };
-        let feeder = feed_stdin(&mut child, stream.clone().into_bytes());
-        let mut stdout = child.stdout.take().unwrap();
-        let mut first = [0u8; 100];
-        stdout.read_exact(&mut first).expect("the first responses");
-        drop(stdout);
-        let stderr = read_all(child.stderr.take().unwrap());
-        let status = wait_with_timeout(&mut child, WAIT, who.as_ref());
-        feeder.join().unwrap();
-        let stderr = stderr.join().unwrap();
+        let (status, stderr) = hang_up_after_first_bytes(&mut child, stream.clone().into_bytes(), WAIT, who);
         assert_eq!(status.signal(), Some(libc::SIGPIPE), "{who}: {status} {}", escape(&stderr));
         assert!(stderr.is_empty(), "{who}: {}", escape(&stderr));
         // Give an orphaned git the time to do what it would (it must not be there to do anything).

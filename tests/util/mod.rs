@@ -402,6 +402,25 @@ pub fn read_all(mut from: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
     })
 }
 
+/// A frontend that goes away: feeds `input` to the child, reads the first 100 bytes of its stdout, closes
+/// stdout, and waits for the child (at most `timeout`). Returns its status and everything it wrote on stderr.
+pub fn hang_up_after_first_bytes(
+    child: &mut Child,
+    input: Vec<u8>,
+    timeout: Duration,
+    what: &str,
+) -> (ExitStatus, Vec<u8>) {
+    let feeder = feed_stdin(child, input);
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 100];
+    stdout.read_exact(&mut first).unwrap_or_else(|err| panic!("{what}: the first bytes: {err}"));
+    drop(stdout);
+    let stderr = read_all(child.stderr.take().expect("stderr"));
+    let status = wait_with_timeout(child, timeout, what.as_ref());
+    feeder.join().unwrap();
+    (status, stderr.join().unwrap())
+}
+
 /// Waits for the child; kills it and fails the test if it runs longer than `timeout`.
 pub fn wait_with_timeout(child: &mut Child, timeout: Duration, what: &OsStr) -> ExitStatus {
     let start = Instant::now();
