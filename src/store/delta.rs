@@ -57,8 +57,12 @@ pub(crate) fn result_size(delta: &[u8]) -> Result<u64, DeltaError> {
 }
 
 /// Applies `delta` to `base`, producing a new buffer of exactly the declared result size, refusing results
-/// larger than `limit` before allocating. The instructions are checked in a first pass that copies nothing,
-/// so a delta that declares more than it produces never has its declared size allocated.
+/// larger than `limit` before allocating.
+///
+/// One pass, as git's `patch_delta`: each instruction is checked as it is copied. The declared size is reserved
+/// up front (it is within `limit`, and the caller's chain budget has counted it); a delta that declares more
+/// than it produces fails at its end, having written no more than it produced. Reserving does not touch the
+/// memory, so a large declared size costs address space, not pages.
 pub(crate) fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, DeltaError> {
     let mut pos = 0;
     let base_size = read_size(delta, &mut pos)?;
@@ -69,60 +73,53 @@ pub(crate) fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, De
     if size > limit {
         return Err(DeltaError::TooLarge { size, limit });
     }
-    let instructions = &delta[pos..];
-    walk(base, instructions, size, |_| {})?;
     let mut out = Vec::with_capacity(size as usize);
-    walk(base, instructions, size, |piece| out.extend_from_slice(piece))?;
+    let instructions = &delta[pos..];
+    let mut pos = 0;
+    while let Some(&cmd) = instructions.get(pos) {
+        pos += 1;
+        let piece = if cmd & 0x80 != 0 {
+            let (offset, len) = copy_operands(cmd, instructions, &mut pos)?;
+            let end = offset + len;
+            base.get(offset as usize..end as usize).ok_or(DeltaError::CopyOutOfBounds {
+                offset,
+                end,
+                base: base.len(),
+            })?
+        } else if cmd != 0 {
+            let literal = instructions.get(pos..pos + usize::from(cmd)).ok_or(DeltaError::TruncatedCopy)?;
+            pos += literal.len();
+            literal
+        } else {
+            return Err(DeltaError::ReservedOpcode);
+        };
+        if piece.len() as u64 > size - out.len() as u64 {
+            return Err(DeltaError::Overflow { size });
+        }
+        out.extend_from_slice(piece);
+    }
+    if out.len() as u64 != size {
+        return Err(DeltaError::ShortResult { expected: size, actual: out.len() });
+    }
     Ok(out)
 }
 
-/// Runs the copy and insert instructions, handing each piece of the result to `emit`, and checks that they
-/// stay within the base and produce exactly `size` bytes.
-fn walk<'a>(base: &'a [u8], delta: &'a [u8], size: u64, mut emit: impl FnMut(&'a [u8])) -> Result<(), DeltaError> {
-    let mut pos = 0;
-    let mut produced = 0u64;
-    while let Some(&cmd) = delta.get(pos) {
-        pos += 1;
-        if cmd & 0x80 != 0 {
-            let mut field = |bit: u8, shift: u32| -> Result<u64, DeltaError> {
-                if cmd & bit == 0 {
-                    return Ok(0);
-                }
-                let byte = *delta.get(pos).ok_or(DeltaError::TruncatedCopy)?;
-                pos += 1;
-                Ok(u64::from(byte) << shift)
-            };
-            let offset = field(0x01, 0)? | field(0x02, 8)? | field(0x04, 16)? | field(0x08, 24)?;
-            let mut len = field(0x10, 0)? | field(0x20, 8)? | field(0x40, 16)?;
-            if len == 0 {
-                len = 0x10000;
-            }
-            let end = offset + len;
-            if end > base.len() as u64 {
-                return Err(DeltaError::CopyOutOfBounds { offset, end, base: base.len() });
-            }
-            if produced + len > size {
-                return Err(DeltaError::Overflow { size });
-            }
-            emit(&base[offset as usize..end as usize]);
-            produced += len;
-        } else if cmd != 0 {
-            let len = usize::from(cmd);
-            let literal = delta.get(pos..pos + len).ok_or(DeltaError::TruncatedCopy)?;
-            if produced + len as u64 > size {
-                return Err(DeltaError::Overflow { size });
-            }
-            emit(literal);
-            produced += len as u64;
-            pos += len;
-        } else {
-            return Err(DeltaError::ReservedOpcode);
+/// The offset and length of a copy instruction: `cmd`'s low seven bits say which of four offset bytes and three
+/// length bytes follow; a length of 0 means 64 KiB.
+fn copy_operands(cmd: u8, instructions: &[u8], pos: &mut usize) -> Result<(u64, u64), DeltaError> {
+    let present = (cmd & 0x7f).count_ones() as usize;
+    let operands = instructions.get(*pos..*pos + present).ok_or(DeltaError::TruncatedCopy)?;
+    *pos += present;
+    let mut bytes = operands.iter();
+    let mut field = 0u64;
+    for bit in 0..7 {
+        if cmd & (1 << bit) != 0 {
+            let byte = *bytes.next().expect("as many operand bytes as bits");
+            field |= u64::from(byte) << (8 * bit);
         }
     }
-    if produced != size {
-        return Err(DeltaError::ShortResult { expected: size, actual: produced as usize });
-    }
-    Ok(())
+    let (offset, len) = (field & 0xffff_ffff, field >> 32);
+    Ok((offset, if len == 0 { 0x10000 } else { len }))
 }
 
 #[cfg(test)]
