@@ -60,9 +60,9 @@ pub(crate) fn result_size(delta: &[u8]) -> Result<u64, DeltaError> {
 /// larger than `limit` before allocating.
 ///
 /// One pass, as git's `patch_delta`: each instruction is checked as it is copied. The declared size is reserved
-/// up front (it is within `limit`, and the caller's chain budget has counted it); a delta that declares more
-/// than it produces fails at its end, having written no more than it produced. Reserving does not touch the
-/// memory, so a large declared size costs address space, not pages.
+/// up front, but never more than the instructions can produce (64 KiB per instruction byte): a delta that
+/// declares a terabyte and carries a few instructions gets a few hundred KiB of room, and fails at its end, as
+/// `huge_declared_sizes_are_refused_before_allocating` checks under an address-space limit.
 pub(crate) fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, DeltaError> {
     let mut pos = 0;
     let base_size = read_size(delta, &mut pos)?;
@@ -73,8 +73,8 @@ pub(crate) fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, De
     if size > limit {
         return Err(DeltaError::TooLarge { size, limit });
     }
-    let mut out = Vec::with_capacity(size as usize);
     let instructions = &delta[pos..];
+    let mut out = Vec::with_capacity((size as usize).min(instructions.len().saturating_mul(0x10000)));
     let mut pos = 0;
     while let Some(&cmd) = instructions.get(pos) {
         pos += 1;
