@@ -38,7 +38,7 @@ pub use gix_object::Kind;
 use crate::fatal::Bytes;
 use cache::SharedCache;
 use inflate::Inflater;
-use pack::Pack;
+use pack::{EntryKey, Pack};
 
 pub use data::Data;
 
@@ -183,6 +183,10 @@ pub(crate) fn inflatable(declared: u64, compressed: usize) -> Result<(), Damage>
 pub struct Resolver {
     cache: SharedCache,
     inflater: Inflater,
+    /// The last whole object this resolver inflated for a request and did not keep in the cache (`Keep::No`):
+    /// in pack order the delta built on it is usually one of the next requests, which the engine hands to the
+    /// same thread.
+    last_whole: Option<(EntryKey, Object)>,
 }
 
 impl Resolver {
@@ -193,7 +197,18 @@ impl Resolver {
 
     /// A resolver that uses (and fills) `cache`.
     pub(crate) fn sharing(cache: SharedCache) -> Self {
-        Resolver { cache, inflater: Inflater::default() }
+        Resolver { cache, inflater: Inflater::default(), last_whole: None }
+    }
+
+    /// The object at `key`, if it is the last whole object this resolver kept for itself.
+    fn take_last_whole(&mut self, key: EntryKey) -> Option<Object> {
+        match self.last_whole.take() {
+            Some((kept, object)) if kept == key => Some(object),
+            last => {
+                self.last_whole = last;
+                None
+            }
+        }
     }
 
     pub(crate) fn cache(&self) -> &SharedCache {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
-use super::cache::CachePolicy;
+use super::cache::{CachePolicy, Keep};
 use super::pack::{EntryKey, Pack};
 use super::{Damage, Data, Location, Object, ReadError, Resolver, Store, StoreOptions, delta, oid};
 
@@ -109,6 +109,10 @@ impl Store {
         if let (Some((pack, offset)), false) = (&base.entry, base.cached) {
             let keep = CachePolicy::root(!chain.is_empty(), pack.is_delta_base(*offset));
             resolver.cache.keep(pack.key(*offset), &base.object, keep);
+            // Not larger than the cache would hold, so that a huge blob is not held on to.
+            if keep == Keep::No && base.object.data.len() <= resolver.cache.capacity() {
+                resolver.last_whole = Some((pack.key(*offset), base.object.clone()));
+            }
         }
         self.apply_chain(id, base, chain, resolver, &mut budget)
     }
@@ -129,6 +133,10 @@ impl Store {
         loop {
             if let Some(object) = resolver.cache.get(pack.key(offset)) {
                 return Ok((Base { object, entry: Some((pack, offset)), cached: true }, chain));
+            }
+            // As if inflated now: kept in the cache as any root is.
+            if let Some(object) = resolver.take_last_whole(pack.key(offset)) {
+                return Ok((Base { object, entry: Some((pack, offset)), cached: false }, chain));
             }
             let entry = pack.entry(offset).map_err(|d| damaged(id, &pack, offset, d))?;
             let base = match entry.header {
@@ -315,6 +323,27 @@ mod tests {
         let inflated = cache.inflated_bytes();
         assert_eq!(read(&store, &entries[3].0, resolver), contents[3]);
         assert_eq!(cache.inflated_bytes(), inflated);
+    }
+
+    /// Pack order: a whole object, then the delta built on it. The whole object asked for by itself is not kept
+    /// in the cache (nothing was built on it yet); before, the next request inflated it again. Its resolver now
+    /// holds on to it, unless it is larger than the cache.
+    #[test]
+    fn a_whole_object_read_by_itself_is_held_for_the_delta_that_follows() {
+        let objects = Objects::new();
+        let contents = versions("v", 2);
+        let entries = chain(&slices(&contents), true);
+        objects.add_pack("a", &entries);
+        let store = open(&objects);
+        let Stored::Ofs(_, delta) = &entries[1].1 else { panic!("the second entry is a delta") };
+        for (capacity, base_inflated) in [(1 << 20, 1), (contents[0].len() - 1, 2)] {
+            let resolver = &mut Resolver::new(capacity);
+            let cache = resolver.cache().clone();
+            assert_eq!(read(&store, &entries[0].0, resolver), contents[0]);
+            assert_eq!(read(&store, &entries[1].0, resolver), contents[1]);
+            let inflated = (base_inflated * contents[0].len() + delta.len()) as u64;
+            assert_eq!(cache.inflated_bytes(), inflated, "the base inflated {base_inflated} times");
+        }
     }
 
     #[test]
