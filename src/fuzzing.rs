@@ -80,6 +80,7 @@ pub fn session(store: &Store, data: &[u8]) -> Exit {
             window_bytes: 1 << 20,
             batch_bytes: 64 << 10,
             inline_requests: 0,
+            jobs_per_hand_off: 4,
         },
         may_name_files: true,
         live: None,

@@ -58,12 +58,26 @@ pub struct EngineConfig {
     pub batch_bytes: usize,
     /// Jobs run on the front end's thread before the resolver and writer threads start.
     pub inline_requests: usize,
+    /// Consecutive jobs handed to one resolver thread together. Neighbouring requests often share a delta
+    /// chain (in pack order a whole object is followed by the deltas built on it): on one thread, the second
+    /// finds the first's base where the first left it, where two threads would each inflate it. Pending jobs go
+    /// out early whenever the front end may wait: for input, for the window, or to drain.
+    pub jobs_per_hand_off: usize,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-        EngineConfig { threads, window: 256, window_bytes: 64 << 20, batch_bytes: PIPE_SIZE, inline_requests: 0 }
+        EngineConfig {
+            threads,
+            window: 256,
+            window_bytes: 64 << 20,
+            batch_bytes: PIPE_SIZE,
+            inline_requests: 0,
+            // git.git, pack order, 20k blobs, --batch --buffer: 183 -> 111 MB inflated, wall 494 -> 420 ms (1 job
+            // at a time: 472 ms; 64: 455 ms); random and history order unchanged.
+            jobs_per_hand_off: 16,
+        }
     }
 }
 
@@ -118,7 +132,7 @@ impl<'fd> Shared<'fd> {
 
 /// The resolver and writer threads, once started.
 struct Threads<'scope, J: Job> {
-    jobs: Sender<(u64, J)>,
+    jobs: Sender<Vec<(u64, J)>>,
     finished: Sender<Finished<J::Error>>,
     writer: ScopedJoinHandle<'scope, Option<EngineError<J::Error>>>,
 }
@@ -140,6 +154,8 @@ pub(crate) struct Engine<'scope, J: Job> {
     workers: Workers<'scope, J>,
     /// Jobs still to run on the front end's thread before the threads start.
     inline_left: usize,
+    /// Jobs numbered but not yet handed to a resolver thread ([`EngineConfig::jobs_per_hand_off`]).
+    pending: Vec<(u64, J)>,
     next_seq: u64,
     config: EngineConfig,
 }
@@ -159,7 +175,7 @@ where
     ) -> Self {
         let shared = Arc::new(Shared { window: Mutex::default(), changed: Condvar::new(), output: Mutex::new(output) });
         let start_threads: StartThreads<'scope, J> = Box::new(move |shared: &Arc<Shared<'scope>>| {
-            let (jobs, job_queue) = crossbeam_channel::unbounded::<(u64, J)>();
+            let (jobs, job_queue) = crossbeam_channel::unbounded::<Vec<(u64, J)>>();
             let (finished, results) = crossbeam_channel::unbounded::<Finished<J::Error>>();
             for _ in 0..config.threads.max(1) {
                 let (job_queue, finished, mut worker) = (job_queue.clone(), finished.clone(), new_worker());
@@ -173,6 +189,7 @@ where
             shared,
             workers: Workers::NotStarted(start_threads),
             inline_left: config.inline_requests,
+            pending: Vec::new(),
             next_seq: 0,
             config,
         }
@@ -224,12 +241,25 @@ impl<'scope, J: Job> Engine<'scope, J> {
             return self.write_here(response, Target::Main);
         }
         let seq = self.reserve()?;
-        self.threads().jobs.send((seq, job)).expect("resolvers outlive the front end's handle");
+        self.threads(); // started now, they are ready when the first batch is
+        self.pending.push((seq, job));
+        if interactive || self.pending.len() >= self.config.jobs_per_hand_off {
+            self.hand_off();
+        }
         Ok(())
+    }
+
+    /// Sends the pending jobs to the resolver threads, as one batch.
+    fn hand_off(&mut self) {
+        if !self.pending.is_empty() {
+            let jobs = std::mem::take(&mut self.pending);
+            self.threads().jobs.send(jobs).expect("resolvers outlive the front end's handle");
+        }
     }
 
     /// Queues a response that is already known, in order.
     pub(crate) fn ready(&mut self, response: Response, target: Target) -> Result<(), EngineError<J::Error>> {
+        self.hand_off();
         if self.idle() {
             return self.write_here(response, target);
         }
@@ -241,6 +271,7 @@ impl<'scope, J: Job> Engine<'scope, J> {
     /// Waits until every response handed out so far is written (for state that must not run ahead of the
     /// output, such as marks a fatal error would export).
     pub(crate) fn drain(&mut self) -> Result<(), EngineError<J::Error>> {
+        self.hand_off();
         let mut window = self.shared.window();
         while window.in_flight > 0 && !window.failed {
             window = self.shared.wait(window);
@@ -276,10 +307,15 @@ impl<'scope, J: Job> Engine<'scope, J> {
 
     /// Takes the next sequence number, waiting while the window is full.
     fn reserve(&mut self) -> Result<u64, EngineError<J::Error>> {
+        let full = |window: &Window, config: &EngineConfig| {
+            window.in_flight >= config.window || window.pending_bytes >= config.window_bytes
+        };
+        // Only this thread adds to the window: if it is full now, it stays full until the pending jobs run.
+        if full(&self.shared.window(), &self.config) {
+            self.hand_off();
+        }
         let mut window = self.shared.window();
-        while !window.failed
-            && (window.in_flight >= self.config.window || window.pending_bytes >= self.config.window_bytes)
-        {
+        while !window.failed && full(&window, &self.config) {
             window = self.shared.wait(window);
         }
         if window.failed {
@@ -301,6 +337,7 @@ impl<'scope, J: Job> Engine<'scope, J> {
     /// Closes the queues and joins the writer (if the threads ever started); returns the first failure in
     /// request order.
     fn close(&mut self) -> Option<EngineError<J::Error>> {
+        self.hand_off();
         let Workers::Running(Threads { jobs, finished, writer }) =
             std::mem::replace(&mut self.workers, Workers::Closed)
         else {
@@ -312,8 +349,8 @@ impl<'scope, J: Job> Engine<'scope, J> {
 }
 
 /// A resolver thread: runs jobs until the queue closes.
-fn run_jobs<J: Job>(worker: &mut J::Worker, jobs: Receiver<(u64, J)>, finished: Sender<Finished<J::Error>>) {
-    for (seq, job) in jobs {
+fn run_jobs<J: Job>(worker: &mut J::Worker, jobs: Receiver<Vec<(u64, J)>>, finished: Sender<Finished<J::Error>>) {
+    for (seq, job) in jobs.into_iter().flatten() {
         let item = match job.run(worker) {
             Ok(response) => Item::Write(response, Target::Main),
             Err(error) => Item::Failed(error),

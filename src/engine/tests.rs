@@ -24,6 +24,8 @@ enum Step {
     LineThenSignal(Mutex<mpsc::Sender<()>>),
     /// Answers and records the thread it ran on.
     RecordThread(Arc<Mutex<Vec<(u64, ThreadId)>>>),
+    /// Sleeps a millisecond, then as `RecordThread`.
+    SleepThenRecordThread(Arc<Mutex<Vec<(u64, ThreadId)>>>),
 }
 
 struct Fake {
@@ -70,6 +72,11 @@ impl Job for Fake {
             }
             Step::LineThenSignal(signal) => {
                 let _ = signal.lock().unwrap().send(());
+                Ok(answer)
+            }
+            Step::SleepThenRecordThread(seen) => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                seen.lock().unwrap().push((self.n, std::thread::current().id()));
                 Ok(answer)
             }
             Step::RecordThread(seen) => {
@@ -155,9 +162,11 @@ fn ready_responses_and_jobs_keep_request_order() {
 #[test]
 fn the_first_failure_in_request_order_wins_and_nothing_after_it_is_written() {
     // Job 5 fails only after 6 has been answered and 7 has failed: 6 is ready before 5, and 7 failed first in
-    // time, yet the output stops before 5 and the stream's error is 5's.
+    // time, yet the output stops before 5 and the stream's error is 5's. Each job is handed off alone, so that
+    // 5, 6 and 7 run on three threads at once.
     let (signal, five_waits) = mpsc::channel();
-    let (out, (result, _), _) = run(threaded(4), |engine| {
+    let config = EngineConfig { jobs_per_hand_off: 1, ..threaded(4) };
+    let (out, (result, _), _) = run(config, |engine| {
         for n in 0..5 {
             engine.job(Fake::line(n), &mut (), false).unwrap();
         }
@@ -237,6 +246,47 @@ fn interactive_requests_run_on_the_front_ends_thread_only_when_nothing_is_in_fli
     assert_eq!(thread_of(0), here);
     assert_eq!(thread_of(51), here);
     assert!((1..50).all(|n| thread_of(n) != here), "batch requests run on resolver threads");
+}
+
+/// Neighbouring requests often share a delta chain: they run on one thread, one after the other, so that the
+/// second finds what the first left in its resolver. Each job takes a moment, so that a free thread would take
+/// the next one if it could.
+#[test]
+fn consecutive_jobs_go_to_one_thread_together() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let config = EngineConfig { jobs_per_hand_off: 4, ..threaded(2) };
+    let (out, (result, _), _) = run(config, |engine| {
+        for n in 0..40 {
+            let slow = Step::SleepThenRecordThread(Arc::clone(&seen));
+            engine.job(Fake::new(n, slow), &mut (), false).unwrap();
+        }
+    });
+    assert_eq!(out, lines(0..40));
+    assert!(result.is_ok());
+    let seen = seen.lock().unwrap();
+    let thread_of = |n| seen.iter().find(|(m, _)| *m == n).map(|(_, thread)| *thread).unwrap();
+    for group in (0..40).collect::<Vec<u64>>().chunks(4) {
+        assert!(group.iter().all(|&n| thread_of(n) == thread_of(group[0])), "jobs {group:?} on one thread");
+    }
+    let threads: std::collections::HashSet<_> = seen.iter().map(|(_, thread)| *thread).collect();
+    assert_eq!(threads.len(), 2, "both threads had work");
+}
+
+/// Jobs waiting to be handed off go out when the front end would otherwise wait for them: for room in the
+/// window (here after 2 of a batch of 8), and at a drain.
+#[test]
+fn pending_jobs_are_handed_off_before_the_front_end_waits() {
+    let config = EngineConfig { window: 2, jobs_per_hand_off: 8, ..threaded(2) };
+    let (out, (result, _), _) = run(config, |engine| {
+        for n in 0..5 {
+            engine.job(Fake::line(n), &mut (), false).unwrap();
+        }
+        engine.drain().unwrap();
+        engine.job(Fake::line(5), &mut (), false).unwrap();
+        engine.ready(Response::Line(b"6\n".to_vec()), Target::Main).unwrap();
+    });
+    assert_eq!(out, lines(0..7));
+    assert!(result.is_ok());
 }
 
 #[test]
