@@ -117,10 +117,10 @@ impl<R: Read> LineReader<R> {
         Ok(())
     }
 
-    /// Is more input already buffered? If not, the next command may not have been sent yet: a frontend may be
-    /// waiting for the last response before it sends another.
-    pub(crate) fn has_buffered_input(&self) -> bool {
-        self.start < self.end
+    /// Is a whole line already buffered? If not, the next command may not have been sent yet, or only part of
+    /// it: a frontend may be waiting for the last response before it sends (the rest of) another.
+    pub(crate) fn has_buffered_line(&self) -> bool {
+        memchr::memchr(self.delimiter, &self.buf[self.start..self.end]).is_some()
     }
 
     /// Has the input ended? True after a read returned nothing (so after a last line without LF, or after
@@ -230,6 +230,15 @@ mod tests {
         assert_eq!(reader.next_line().unwrap(), Some(&b"next"[..]));
         let got = reader.read_body::<ReadError>(10 << 30, |_| Ok(())).unwrap();
         assert_eq!(got, 0, "a huge announced size reads only what is there");
+    }
+
+    #[test]
+    fn only_a_whole_line_counts_as_buffered() {
+        let mut reader = LineReader::with_delimiter(&b"one\0two\0thr"[..], 0);
+        assert_eq!(reader.next_line().unwrap(), Some(&b"one"[..]));
+        assert!(reader.has_buffered_line(), "two");
+        assert_eq!(reader.next_line().unwrap(), Some(&b"two"[..]));
+        assert!(!reader.has_buffered_line(), "half a line is not a request yet");
     }
 
     #[test]

@@ -474,10 +474,27 @@ fn interactive_one_request_at_a_time() {
     assert_interactive(cmd, &repo("names.git"));
 }
 
+/// As above, but each write also carries the first half of the next request's line: the frontend has begun
+/// the next request and waits for this answer before it finishes it. git answers: it reads one line and
+/// flushes. A partial line buffered must not count as "more input coming": the engine would hold the job back
+/// in its batch, waiting for a line that only comes after the answer.
+#[test]
+fn interactive_with_half_of_the_next_line_sent() {
+    let mut cmd = Command::new(CAT_BLOBD);
+    clean_git_env(&mut cmd);
+    cmd.args(["cat-file", "--batch"]);
+    assert_interactive_sending(cmd, &repo("names.git"), true);
+}
+
 /// Runs `cmd` (a `cat-file --batch` without `--buffer`) in `dir`, sends it 1,000 names one at a time, each only
 /// once the answer to the one before has arrived, and compares the answers with git's. A watchdog kills `cmd`
 /// if an answer is held back, so a hang fails the test instead of stalling it.
-pub(crate) fn assert_interactive(mut cmd: Command, dir: &Path) {
+pub(crate) fn assert_interactive(cmd: Command, dir: &Path) {
+    assert_interactive_sending(cmd, dir, false);
+}
+
+/// [`assert_interactive`]; with `half_of_next`, each write ends with the first half of the next line.
+fn assert_interactive_sending(mut cmd: Command, dir: &Path, half_of_next: bool) {
     const REQUESTS: usize = 1000;
     let sent: Vec<String> = names(dir).into_iter().cycle().take(REQUESTS).collect();
     let expected = run("git", dir, &["--batch"], &lines(&sent, b'\n'), &[]).stdout;
@@ -498,8 +515,15 @@ pub(crate) fn assert_interactive(mut cmd: Command, dir: &Path) {
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut got = Vec::new();
-    for name in &sent {
-        stdin.write_all(format!("{name}\n").as_bytes()).expect("send");
+    let whole: Vec<Vec<u8>> = sent.iter().map(|name| format!("{name}\n").into_bytes()).collect();
+    for (at, line) in whole.iter().enumerate() {
+        let split = |line: &[u8]| if half_of_next { line.len() / 2 } else { 0 };
+        let sent_before = if at == 0 { 0 } else { split(line) };
+        let mut write = line[sent_before..].to_vec();
+        if let Some(next) = whole.get(at + 1) {
+            write.extend_from_slice(&next[..split(next)]);
+        }
+        stdin.write_all(&write).expect("send");
         stdin.flush().expect("flush");
         got.extend_from_slice(&read_response(&mut stdout).expect("an answer"));
     }

@@ -47,7 +47,9 @@ impl Drop for KillOnDrop {
     }
 }
 
-fn one_request_at_a_time(transport: Transport) {
+/// `half_of_next`: each write also carries the first half of the next request's line (the frontend has begun
+/// it, and finishes it only after this reply).
+fn one_request_at_a_time(transport: Transport, half_of_next: bool) {
     let fixture = Fixture::Basic;
     let blobs = blobs(fixture);
     let mut rng = Rng::new(7);
@@ -111,8 +113,14 @@ fn one_request_at_a_time(transport: Transport) {
         panic!("{transport:?}: request #{n} (cat-blob {id}): {err}");
     };
 
+    let lines: Vec<Vec<u8>> = requests.iter().map(|id| format!("cat-blob {id}\n").into_bytes()).collect();
+    let half = |line: &[u8]| if half_of_next { line.len() / 2 } else { 0 };
     for (n, id) in requests.iter().enumerate() {
-        if let Err(err) = writeln!(input, "cat-blob {id}").and_then(|()| input.flush()) {
+        let mut write = lines[n][if n == 0 { 0 } else { half(&lines[n]) }..].to_vec();
+        if let Some(next) = lines.get(n + 1) {
+            write.extend_from_slice(&next[..half(next)]);
+        }
+        if let Err(err) = input.write_all(&write).and_then(|()| input.flush()) {
             fail(n, id, &err);
         }
         let reply = read_response(&mut output).unwrap_or_else(|err| fail(n, id, &err));
@@ -145,10 +153,16 @@ fn one_request_at_a_time(transport: Transport) {
 
 #[test]
 fn one_request_at_a_time_on_stdout() {
-    one_request_at_a_time(Transport::Stdout);
+    one_request_at_a_time(Transport::Stdout, false);
 }
 
 #[test]
 fn one_request_at_a_time_on_cat_blob_fd() {
-    one_request_at_a_time(Transport::Fd3);
+    one_request_at_a_time(Transport::Fd3, false);
+}
+
+/// Half a line buffered is not a request yet: the reply before it must not wait for it.
+#[test]
+fn one_request_at_a_time_with_half_of_the_next_line_sent() {
+    one_request_at_a_time(Transport::Fd3, true);
 }

@@ -99,7 +99,7 @@ impl Batch<'_, '_, '_> {
                 }
                 None => (line, None),
             };
-            let interactive = !reader.has_buffered_input();
+            let interactive = !reader.has_buffered_line();
             self.one(name, rest, contents, interactive)?;
         }
         Ok(())
@@ -118,7 +118,7 @@ impl Batch<'_, '_, '_> {
                 return Err(CatFileError::git(format!("whitespace before command: '{}'", Bytes(line))));
             }
             let (command, argument) = parse_command(line)?;
-            let interactive = !reader.has_buffered_input();
+            let interactive = !reader.has_buffered_line();
             match command {
                 "flush" if !buffer => return Err(CatFileError::git("flush is only for --buffer mode")),
                 "flush" => self.dispatch(std::mem::take(&mut queued), interactive)?,

@@ -274,7 +274,7 @@ impl<'a> Session<'a> {
             match command {
                 Command::Blob => self.blob(reader, engine)?,
                 Command::CatBlob(dataref) => {
-                    let interactive = !reader.has_buffered_input();
+                    let interactive = !reader.has_buffered_line();
                     self.cat_blob(dataref, interactive, &raw, engine)?;
                 }
                 Command::GetMark(mark) => self.get_mark(mark, &raw, engine)?,
