@@ -166,3 +166,40 @@ fn one_request_at_a_time_on_cat_blob_fd() {
 fn one_request_at_a_time_with_half_of_the_next_line_sent() {
     one_request_at_a_time(Transport::Fd3, true);
 }
+
+/// A reply, then a blob whose data the frontend sends only after that reply: git answers the `cat-blob` before
+/// it reads the blob. A request waiting in a batch of jobs must go out before the data is read.
+#[test]
+fn a_reply_before_a_blob_whose_data_comes_later() {
+    let fixture = Fixture::Basic;
+    let id = &blobs(fixture)[0];
+    let git = git_fast_import(fixture, &cat_blob_stream(std::slice::from_ref(id)), true);
+    assert!(git.status.success(), "git: {}", git.describe());
+    let mut cmd = Command::new(CAT_BLOBD);
+    cmd.arg("--quiet").arg("--git-dir").arg(fixture.git_dir()).arg("--cat-blob-fd=1");
+    clean_git_env(&mut cmd);
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");
+    let mut input = child.stdin.take().expect("stdin");
+    let mut output = BufReader::new(child.stdout.take().expect("stdout"));
+    let child = Arc::new(Mutex::new(child));
+    let _kill_on_drop = KillOnDrop(Arc::clone(&child));
+    let (replied, watchdog) = mpsc::channel::<()>();
+    let guard = {
+        let child = Arc::clone(&child);
+        thread::spawn(move || {
+            if watchdog.recv_timeout(REPLY_TIMEOUT) == Err(mpsc::RecvTimeoutError::Timeout) {
+                let _ = child.lock().unwrap_or_else(|e| e.into_inner()).kill();
+            }
+        })
+    };
+    write!(input, "cat-blob {id}\nblob\nmark :1\ndata 10\nhello").and_then(|()| input.flush()).expect("send");
+    let reply = read_response(&mut output).expect("the reply before the blob's data is complete");
+    let _ = replied.send(());
+    guard.join().expect("watchdog");
+    assert_bytes_eq("cat-blob before the blob", &git.fd3, &reply);
+    write!(input, "world\ncat-blob :1\n").and_then(|()| input.flush()).expect("send");
+    drop(input);
+    let stream_blob = read_response(&mut output).expect("the stream's blob");
+    assert!(stream_blob.ends_with(b" blob 10\nhelloworld\n"), "{}", escape(&stream_blob));
+    assert!(child.lock().unwrap().wait().expect("wait").success());
+}

@@ -249,8 +249,9 @@ impl<'scope, J: Job> Engine<'scope, J> {
         Ok(())
     }
 
-    /// Sends the pending jobs to the resolver threads, as one batch.
-    fn hand_off(&mut self) {
+    /// Sends the pending jobs to the resolver threads, as one batch. The engine does so itself before it waits;
+    /// a front end does so before anything that may wait for its frontend.
+    pub(crate) fn hand_off(&mut self) {
         if !self.pending.is_empty() {
             let jobs = std::mem::take(&mut self.pending);
             self.threads().jobs.send(jobs).expect("resolvers outlive the front end's handle");

@@ -271,6 +271,11 @@ impl<'a> Session<'a> {
                 Err(_) if self.writing() => return self.refused(&raw),
                 command => command?,
             };
+            // A batch of jobs gathers consecutive reads only. Anything else may wait for the frontend (a blob's
+            // data still being sent) or on git: what is pending goes out first.
+            if !matches!(command, Command::CatBlob(_)) {
+                engine.hand_off();
+            }
             match command {
                 Command::Blob => self.blob(reader, engine)?,
                 Command::CatBlob(dataref) => {
