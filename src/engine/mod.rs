@@ -8,8 +8,9 @@
 //! themselves start only when a stream turns out to be long (more than [`EngineConfig::inline_requests`] jobs):
 //! a short stream, the daemon's usual fare, would spend more on starting and joining them than they save.
 //!
-//! The window of work in flight is bounded by count and by the bytes of resolved, unwritten responses, so
-//! memory stays flat over millions of requests.
+//! Jobs go to the resolver threads in batches of consecutive requests ([`EngineConfig::jobs_per_hand_off`]),
+//! which often share a delta chain. The window of work in flight is bounded by count and by the bytes of
+//! resolved, unwritten responses, so memory stays flat over millions of requests.
 //!
 //! The engine knows nothing of the protocols: a job is "bytes to write, or an error" ([`Job`]), and an error ends
 //! the stream after everything before it is written.

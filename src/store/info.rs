@@ -11,6 +11,7 @@ use gix_pack::data::entry::Header;
 
 use super::inflate_prefix::inflate_head;
 use super::pack::Pack;
+use super::resolve::CycleCheck;
 use super::{Damage, Kind, Location, ObjectId, ReadError, Store, delta, loose, oid};
 
 /// What `cat-file --batch-check` can tell about an object.
@@ -147,9 +148,10 @@ impl Store {
     /// The type at the bottom of the delta chain that starts at `offset` (git's `packed_to_object_type`).
     fn chain_kind(&self, id: &oid, pack: &Arc<Pack>, offset: u64) -> Result<Kind, ReadError> {
         let (mut pack, mut offset) = (Arc::clone(pack), offset);
-        // A chain that comes back to an entry it passed is a cycle (damage), not a long chain.
-        let mut passed = std::collections::HashSet::new();
-        while passed.insert((pack.id, offset)) {
+        // A chain that comes back to an entry it passed is a cycle (damage), not a long chain. A hash set of the
+        // entries passed was 4% of --batch-check's samples (100k ids, history order).
+        let mut cycle = CycleCheck::new(pack.key(offset));
+        loop {
             let damaged = |damage: Damage| ReadError {
                 oid: id.to_owned(),
                 location: Location::Pack { path: pack.pack_path.clone(), offset },
@@ -175,12 +177,14 @@ impl Store {
                 },
                 _ => return Ok(entry.header.as_kind().expect("a base entry has an object kind")),
             };
+            if cycle.comes_back(pack.key(offset)) {
+                return Err(ReadError {
+                    oid: id.to_owned(),
+                    location: Location::Pack { path: pack.pack_path.clone(), offset },
+                    damage: Damage::DeltaCycle,
+                });
+            }
         }
-        Err(ReadError {
-            oid: id.to_owned(),
-            location: Location::Pack { path: pack.pack_path.clone(), offset },
-            damage: Damage::DeltaCycle,
-        })
     }
 
     /// The pack's entries in offset order.
