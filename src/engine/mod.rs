@@ -312,13 +312,15 @@ impl<'scope, J: Job> Engine<'scope, J> {
         let full = |window: &Window, config: &EngineConfig| {
             window.in_flight >= config.window || window.pending_bytes >= config.window_bytes
         };
-        // Only this thread adds to the window: if it is full now, it stays full until the pending jobs run.
-        if full(&self.shared.window(), &self.config) {
-            self.hand_off();
-        }
         let mut window = self.shared.window();
-        while !window.failed && full(&window, &self.config) {
-            window = self.shared.wait(window);
+        if full(&window, &self.config) {
+            // Only this thread adds to the window: full now, it stays full until the pending jobs run.
+            drop(window);
+            self.hand_off();
+            window = self.shared.window();
+            while !window.failed && full(&window, &self.config) {
+                window = self.shared.wait(window);
+            }
         }
         if window.failed {
             drop(window);

@@ -165,6 +165,8 @@ pub struct SharedCache {
     deltas: Arc<Mutex<DeltaCache<Data>>>,
     /// Bytes inflated by every resolver using this cache (objects and deltas): what the cache did not save.
     inflated: Arc<AtomicU64>,
+    /// The byte cap of objects, fixed: read without the lock.
+    capacity: usize,
 }
 
 impl SharedCache {
@@ -173,6 +175,7 @@ impl SharedCache {
             objects: Arc::new(Mutex::new(DeltaCache::new(capacity))),
             deltas: Arc::new(Mutex::new(DeltaCache::new(capacity / 4))),
             inflated: Arc::default(),
+            capacity,
         }
     }
 
@@ -214,7 +217,7 @@ impl SharedCache {
 
     /// The byte cap of objects (inflated deltas have a quarter of it on top).
     pub(super) fn capacity(&self) -> usize {
-        self.lock().capacity
+        self.capacity
     }
 
     /// Keeps `object` as `keep` says.

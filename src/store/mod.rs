@@ -200,6 +200,14 @@ impl Resolver {
         Resolver { cache, inflater: Inflater::default(), last_whole: None }
     }
 
+    /// Holds `object`, inflated whole from the entry at `key` for a request and not kept in the cache, instead of
+    /// the one held before; not one larger than the cache would hold, so that a huge blob is not held on to.
+    fn hold_last_whole(&mut self, key: EntryKey, object: &Object) {
+        if object.data.len() <= self.cache.capacity() {
+            self.last_whole = Some((key, object.clone()));
+        }
+    }
+
     /// The object at `key`, if it is the last whole object this resolver kept for itself.
     fn take_last_whole(&mut self, key: EntryKey) -> Option<Object> {
         match self.last_whole.take() {

@@ -109,9 +109,8 @@ impl Store {
         if let (Some((pack, offset)), false) = (&base.entry, base.cached) {
             let keep = CachePolicy::root(!chain.is_empty(), pack.is_delta_base(*offset));
             resolver.cache.keep(pack.key(*offset), &base.object, keep);
-            // Not larger than the cache would hold, so that a huge blob is not held on to.
-            if keep == Keep::No && base.object.data.len() <= resolver.cache.capacity() {
-                resolver.last_whole = Some((pack.key(*offset), base.object.clone()));
+            if keep == Keep::No {
+                resolver.hold_last_whole(pack.key(*offset), &base.object);
             }
         }
         self.apply_chain(id, base, chain, resolver, &mut budget)
