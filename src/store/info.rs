@@ -2,11 +2,13 @@
 //! and `loose_object_info` find them: the size of a base entry is in its header, the size of a delta in the
 //! first bytes of the delta, and the type at the bottom of the delta chain; a loose object's header is the
 //! first bytes of its zlib stream. Only those few bytes are inflated.
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
 use super::inflate_prefix::inflate_head;
@@ -77,6 +79,11 @@ impl Store {
         if id == ObjectId::empty_tree(self.hash) {
             return Ok(Some(Place(Where::Virtual)));
         }
+        // Most names are in a pack: found without the snapshots a miss needs (a `Vec` and a clone per directory,
+        // atomic writes that every resolver thread makes to the same lines).
+        if let Some((pack, offset)) = self.find_packed(id) {
+            return Ok(Some(Place(Where::Packed(pack, offset))));
+        }
         for attempt in 0..2 {
             let searched = self.snapshots();
             if let Some((pack, offset)) = self.find_packed(id) {
@@ -108,10 +115,12 @@ impl Store {
     }
 
     fn packed_info(&self, id: &oid, pack: &Arc<Pack>, offset: u64, on_disk: bool) -> Result<Info, ReadError> {
-        let path = pack.pack_path.clone();
         let at = |offset: u64| {
-            let path = path.clone();
-            move |damage: Damage| ReadError { oid: id.to_owned(), location: Location::Pack { path, offset }, damage }
+            move |damage: Damage| ReadError {
+                oid: id.to_owned(),
+                location: Location::Pack { path: pack.pack_path.clone(), offset },
+                damage,
+            }
         };
         let entry = pack.entry(offset).map_err(at(offset))?;
         let size = match entry.header.as_kind() {
@@ -121,7 +130,7 @@ impl Store {
                 delta::result_size(&head.map_err(at(offset))?).map_err(|d| at(offset)(d.into()))?
             }
         };
-        let kind = self.chain_kind(id, pack, offset)?;
+        let kind = self.chain_kind(id, pack, offset, entry.clone())?;
         let (mut disk_size, mut delta_base) = (0, None);
         if on_disk {
             let rev = self.rev_index(pack);
@@ -145,44 +154,48 @@ impl Store {
         Ok(Info { kind, size, disk_size, delta_base })
     }
 
-    /// The type at the bottom of the delta chain that starts at `offset` (git's `packed_to_object_type`).
-    fn chain_kind(&self, id: &oid, pack: &Arc<Pack>, offset: u64) -> Result<Kind, ReadError> {
-        let (mut pack, mut offset) = (Arc::clone(pack), offset);
+    /// The type at the bottom of the delta chain that starts with `entry`, at `offset` (git's
+    /// `packed_to_object_type`).
+    fn chain_kind(&self, id: &oid, pack: &Arc<Pack>, offset: u64, entry: Entry) -> Result<Kind, ReadError> {
+        // The pack is borrowed, not cloned, while the chain stays in it: an `Arc` clone per step is an atomic
+        // write to a line every resolver thread writes too.
+        let (mut pack, mut offset) = (Cow::Borrowed(pack), offset);
         // A chain that comes back to an entry it passed is a cycle (damage), not a long chain. A hash set of the
         // entries passed was 4% of --batch-check's samples (100k ids, history order).
         let mut cycle = CycleCheck::new(pack.key(offset));
+        let mut first = Some(entry);
         loop {
-            let damaged = |damage: Damage| ReadError {
+            let damaged = |pack: &Pack, offset: u64, damage: Damage| ReadError {
                 oid: id.to_owned(),
                 location: Location::Pack { path: pack.pack_path.clone(), offset },
                 damage,
             };
-            let entry = pack.entry(offset).map_err(damaged)?;
-            (pack, offset) = match entry.header {
-                Header::OfsDelta { base_distance } => {
-                    let base = entry.checked_base_pack_offset(base_distance).ok_or(Damage::BadBaseOffset);
-                    (Arc::clone(&pack), base.map_err(damaged)?)
-                }
-                Header::RefDelta { base_id } => match pack.lookup(&base_id).map(|o| (Arc::clone(&pack), o)) {
-                    Some(found) => found,
+            let entry = match first.take() {
+                Some(entry) => entry,
+                None => pack.entry(offset).map_err(|d| damaged(&pack, offset, d))?,
+            };
+            match entry.header {
+                Header::OfsDelta { base_distance } => match entry.checked_base_pack_offset(base_distance) {
+                    Some(base) => offset = base,
+                    None => return Err(damaged(&pack, offset, Damage::BadBaseOffset)),
+                },
+                Header::RefDelta { base_id } => match pack.lookup(&base_id) {
+                    Some(base) => offset = base,
                     None => match self.find_packed(&base_id) {
-                        Some(found) => found,
+                        Some((base_pack, base)) => (pack, offset) = (Cow::Owned(base_pack), base),
                         None => {
                             let path =
                                 self.dirs.iter().map(|dir| loose::path(&dir.path, &base_id)).find(|p| p.is_file());
-                            let path = path.ok_or(Damage::BaseMissing(base_id)).map_err(damaged)?;
-                            return loose_info(&path).map(|info| info.kind).map_err(damaged);
+                            let path = path.ok_or(Damage::BaseMissing(base_id));
+                            let path = path.map_err(|d| damaged(&pack, offset, d))?;
+                            return loose_info(&path).map(|info| info.kind).map_err(|d| damaged(&pack, offset, d));
                         }
                     },
                 },
                 _ => return Ok(entry.header.as_kind().expect("a base entry has an object kind")),
-            };
+            }
             if cycle.comes_back(pack.key(offset)) {
-                return Err(ReadError {
-                    oid: id.to_owned(),
-                    location: Location::Pack { path: pack.pack_path.clone(), offset },
-                    damage: Damage::DeltaCycle,
-                });
+                return Err(damaged(&pack, offset, Damage::DeltaCycle));
             }
         }
     }
