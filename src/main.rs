@@ -88,7 +88,9 @@ fn run(args: cli::Args) -> anyhow::Result<u8> {
     config.fast_import_args = args.fast_import;
     // Our own handle on fd 0, read unbuffered by std: the session's reader does the buffering.
     let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned()?);
+    let cache = config.cache.clone();
     let outcome = fast_import::run(stdin, StreamIo::process(), &store, config);
+    exit_without_freeing((store, cache));
     Ok(outcome.code())
 }
 
@@ -114,7 +116,19 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> u8 {
         cache: stream.cache,
         engine: stream.engine,
     };
-    cat_file::run(args, &cat_file_repo, cat_file::Io::process(), stdin).code
+    let code = cat_file::run(args, &cat_file_repo, cat_file::Io::process(), stdin).code;
+    let cache = cat_file_repo.cache;
+    exit_without_freeing((store, cache));
+    code
+}
+
+/// Leaves the store and the delta-base cache to the exit, which unmaps the whole address space anyway, instead of
+/// freeing them object by object on the way out: once the last response is written, the caller waits for nothing
+/// else. The store only reads, so nothing is lost: its maps and caches have no state to save. git.git, pack order,
+/// 20,000 blobs: the frees took about 20 ms after the last write (strace), the wall time 460 → 427 ms (medians of
+/// 11 alternating runs).
+fn exit_without_freeing<T>(store_and_cache: T) {
+    std::mem::forget(store_and_cache);
 }
 
 /// The daemon's three commands: `serve`, `connect` and `stats`.
