@@ -162,6 +162,9 @@ pub(crate) fn names(dir: &Path) -> Vec<String> {
         "@",
         "0000",
         "1111111111111111111111111111111111111111",
+        // Missing ids in lowercase and uppercase hex: the answer repeats the name as given.
+        "abcdef0000000000000000000000000000000001",
+        "ABCDEF0000000000000000000000000000000001",
         "v1.0",
         "refs/heads",
         "",

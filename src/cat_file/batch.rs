@@ -4,7 +4,6 @@
 //! a client that sends one line and waits for its answer (without `--buffer`) is answered at once, and answers
 //! that are ready together share one writev (what `--buffer` asks for).
 use std::io::Read;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::args::{Args, BatchMode, CmdMode};
@@ -18,12 +17,13 @@ use crate::line_reader::LineReader;
 use crate::response::encode::Response;
 use crate::store::{ObjectId, Place, Resolver};
 
-struct Batch<'b, 'scope, 's> {
+/// One batch run: `'s` is the store's lifetime, `'j` the jobs' (they borrow the run's [`Settings`]).
+struct Batch<'b, 'scope, 's, 'j> {
     names: &'b mut Names<'s>,
-    engine: &'b mut Engine<'scope, ObjectJob<'s>>,
+    engine: &'b mut Engine<'scope, ObjectJob<'j>>,
     /// For the jobs that run on this thread.
-    worker: &'b mut Worker<'s>,
-    settings: Arc<Settings>,
+    worker: &'b mut Worker<'j>,
+    settings: &'j Settings,
     io: &'b Io<'b>,
     /// Objects asked for so far.
     requests: u64,
@@ -43,7 +43,8 @@ pub(crate) fn run(
         None => Format::default_format(),
     };
     let all = args.mode == Some(CmdMode::AllObjects);
-    let settings = Arc::new(Settings { format, delimiter: if args.nul { 0 } else { b'\n' }, exact: all });
+    let settings = Settings { format, delimiter: if args.nul { 0 } else { b'\n' }, exact: all };
+    let settings = &settings;
     std::thread::scope(|scope| {
         let (store, messages) = (names.store, names.messages);
         let cache = names.resolver.cache().clone();
@@ -75,10 +76,19 @@ pub(crate) fn run(
     })
 }
 
-/// The next input record without its delimiter and a trailing CR (git's `strbuf_getdelim_strip_crlf`).
-fn next_record<R: Read>(reader: &mut LineReader<R>) -> Result<Option<Vec<u8>>, CatFileError> {
-    let Some(line) = reader.next_line()? else { return Ok(None) };
-    Ok(Some(line.strip_suffix(b"\r").unwrap_or(line).to_vec()))
+/// The next input record, into `record`, without its delimiter and a trailing CR (git's
+/// `strbuf_getdelim_strip_crlf`); false at the end of the input. One buffer serves every record of a stream.
+fn next_record<R: Read>(reader: &mut LineReader<R>, record: &mut Vec<u8>) -> Result<bool, CatFileError> {
+    let Some(line) = reader.next_line()? else { return Ok(false) };
+    record.clear();
+    record.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+    Ok(true)
+}
+
+/// Is `name` exactly the id's lowercase hex (what `<id> missing` would print anyway)?
+fn is_lower_hex_of(name: &[u8], id: &ObjectId) -> bool {
+    let mut hex = [0u8; 64];
+    name.len() == id.kind().len_in_hex() && id.hex_to_buf(&mut hex[..name.len()]).as_bytes() == name
 }
 
 /// A record as the C string git sees: up to its first NUL.
@@ -86,10 +96,11 @@ fn c_str(record: &[u8]) -> &[u8] {
     memchr::memchr(0, record).map_or(record, |nul| &record[..nul])
 }
 
-impl Batch<'_, '_, '_> {
+impl Batch<'_, '_, '_, '_> {
     /// `--batch`/`--batch-check`: every record is an object name (and, with `%(rest)`, text after it).
     fn lines<R: Read>(&mut self, reader: &mut LineReader<R>, contents: bool) -> Result<(), CatFileError> {
-        while let Some(record) = next_record(reader)? {
+        let mut record = Vec::new();
+        while next_record(reader, &mut record)? {
             let line = c_str(&record);
             let (name, rest) = match memchr::memchr2(b' ', b'\t', line).filter(|_| self.settings.format.has_rest()) {
                 Some(split) => {
@@ -109,7 +120,8 @@ impl Batch<'_, '_, '_> {
     /// others until then: their names are resolved at the flush, as git does).
     fn commands<R: Read>(&mut self, reader: &mut LineReader<R>, buffer: bool) -> Result<(), CatFileError> {
         let mut queued: Vec<(bool, Vec<u8>)> = Vec::new();
-        while let Some(record) = next_record(reader)? {
+        let mut record = Vec::new();
+        while next_record(reader, &mut record)? {
             if record.is_empty() {
                 return Err(CatFileError::git("empty command in input"));
             }
@@ -200,9 +212,10 @@ impl Batch<'_, '_, '_> {
         interactive: bool,
     ) -> Result<(), CatFileError> {
         let job = ObjectJob {
-            settings: Arc::clone(&self.settings),
+            settings: self.settings,
             id,
-            name: name.map(<[u8]>::to_vec),
+            // Kept only when the answer for a missing object could not be made from the id itself.
+            name: name.filter(|name| !is_lower_hex_of(name, &id)).map(<[u8]>::to_vec),
             rest: rest.map(<[u8]>::to_vec),
             contents,
             place,

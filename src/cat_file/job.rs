@@ -1,8 +1,6 @@
 //! The part of a batch answer that runs on the engine's resolver threads: looking the object up (type and size
 //! from headers, or the whole object for `--batch` contents) and formatting its answer. Names are resolved
 //! before, in order, on the front end's thread.
-use std::sync::Arc;
-
 use super::CatFileError;
 use super::format::{Fields, Format};
 use super::output::Messages;
@@ -27,7 +25,7 @@ pub(crate) struct Settings {
 
 /// One object to answer for (git's `batch_object_write`).
 pub(crate) struct ObjectJob<'s> {
-    pub(crate) settings: Arc<Settings>,
+    pub(crate) settings: &'s Settings,
     pub(crate) id: ObjectId,
     /// The name as given (for `<name> missing`); `None` for `--batch-all-objects`.
     pub(crate) name: Option<Vec<u8>>,
@@ -47,7 +45,7 @@ impl<'s> Job for ObjectJob<'s> {
         // looked up first (git looks it up, then reads it: the same answer). Any error is left to the lookup
         // below, which answers it as git does.
         if self.contents && self.place.is_none() && !self.settings.format.needs_disk() {
-            let (store, settings) = (worker.store, &*self.settings);
+            let (store, settings) = (worker.store, self.settings);
             let read = match settings.exact {
                 true => store.read_exact(&self.id, &mut worker.resolver),
                 false => store.read(&self.id, &mut worker.resolver),
@@ -70,7 +68,7 @@ impl<'s> Job for ObjectJob<'s> {
 impl ObjectJob<'_> {
     /// git's order: type and size from the headers (or only whether it exists), then the contents if asked.
     fn look_up_then_read(self, worker: &mut Worker<'_>) -> Result<Response, CatFileError> {
-        let (store, settings) = (worker.store, &*self.settings);
+        let (store, settings) = (worker.store, self.settings);
         let mut info: Option<Info> = None;
         if !self.contents && !settings.format.needs_info() {
             // A named object is looked up even when the format shows nothing of it (git's
