@@ -13,7 +13,7 @@ use gix_pack::data::entry::Header;
 
 use super::inflate_prefix::inflate_head;
 use super::pack::Pack;
-use super::resolve::CycleCheck;
+use super::resolve::{CycleCheck, damaged};
 use super::{Damage, Kind, Location, ObjectId, ReadError, Store, delta, loose, oid};
 
 /// What `cat-file --batch-check` can tell about an object.
@@ -115,29 +115,23 @@ impl Store {
     }
 
     fn packed_info(&self, id: &oid, pack: &Arc<Pack>, offset: u64, on_disk: bool) -> Result<Info, ReadError> {
-        let at = |offset: u64| {
-            move |damage: Damage| ReadError {
-                oid: id.to_owned(),
-                location: Location::Pack { path: pack.pack_path.clone(), offset },
-                damage,
-            }
-        };
-        let entry = pack.entry(offset).map_err(at(offset))?;
+        let at = |damage: Damage| damaged(id, pack, offset, damage);
+        let entry = pack.entry(offset).map_err(at)?;
         let size = match entry.header.as_kind() {
             Some(_) => entry.decompressed_size,
             None => {
-                let head = inflate_head(pack.compressed(&entry).map_err(at(offset))?, DELTA_HEADER_MAX);
-                delta::result_size(&head.map_err(at(offset))?).map_err(|d| at(offset)(d.into()))?
+                let head = inflate_head(pack.compressed(&entry).map_err(at)?, DELTA_HEADER_MAX);
+                delta::result_size(&head.map_err(at)?).map_err(|d| at(d.into()))?
             }
         };
         let kind = self.chain_kind(id, pack, offset, entry.clone())?;
         let (mut disk_size, mut delta_base) = (0, None);
         if on_disk {
             let rev = self.rev_index(pack);
-            let here = rev.binary_search_by_key(&offset, |(o, _)| *o).map_err(|_| at(offset)(Damage::Truncated))?;
+            let here = rev.binary_search_by_key(&offset, |(o, _)| *o).map_err(|_| at(Damage::Truncated))?;
             let next = match rev.get(here + 1) {
                 Some((next, _)) => *next,
-                None => pack.data_end().map_err(at(offset))?,
+                None => pack.data_end().map_err(at)?,
             };
             disk_size = next.saturating_sub(offset);
             delta_base = match entry.header {
@@ -145,7 +139,7 @@ impl Store {
                 Header::OfsDelta { base_distance } => {
                     let base = entry.checked_base_pack_offset(base_distance);
                     let base = base.and_then(|base| rev.binary_search_by_key(&base, |(o, _)| *o).ok());
-                    let position = base.ok_or_else(|| at(offset)(Damage::BadBaseOffset))?;
+                    let position = base.ok_or_else(|| at(Damage::BadBaseOffset))?;
                     Some(pack.index.oid_at_index(rev[position].1).to_owned())
                 }
                 _ => None,
@@ -165,19 +159,14 @@ impl Store {
         let mut cycle = CycleCheck::new(pack.key(offset));
         let mut first = Some(entry);
         loop {
-            let damaged = |pack: &Pack, offset: u64, damage: Damage| ReadError {
-                oid: id.to_owned(),
-                location: Location::Pack { path: pack.pack_path.clone(), offset },
-                damage,
-            };
             let entry = match first.take() {
                 Some(entry) => entry,
-                None => pack.entry(offset).map_err(|d| damaged(&pack, offset, d))?,
+                None => pack.entry(offset).map_err(|d| damaged(id, &pack, offset, d))?,
             };
             match entry.header {
                 Header::OfsDelta { base_distance } => match entry.checked_base_pack_offset(base_distance) {
                     Some(base) => offset = base,
-                    None => return Err(damaged(&pack, offset, Damage::BadBaseOffset)),
+                    None => return Err(damaged(id, &pack, offset, Damage::BadBaseOffset)),
                 },
                 Header::RefDelta { base_id } => match pack.lookup(&base_id) {
                     Some(base) => offset = base,
@@ -187,15 +176,15 @@ impl Store {
                             let path =
                                 self.dirs.iter().map(|dir| loose::path(&dir.path, &base_id)).find(|p| p.is_file());
                             let path = path.ok_or(Damage::BaseMissing(base_id));
-                            let path = path.map_err(|d| damaged(&pack, offset, d))?;
-                            return loose_info(&path).map(|info| info.kind).map_err(|d| damaged(&pack, offset, d));
+                            let path = path.map_err(|d| damaged(id, &pack, offset, d))?;
+                            return loose_info(&path).map(|info| info.kind).map_err(|d| damaged(id, &pack, offset, d));
                         }
                     },
                 },
                 _ => return Ok(entry.header.as_kind().expect("a base entry has an object kind")),
             }
             if cycle.comes_back(pack.key(offset)) {
-                return Err(damaged(&pack, offset, Damage::DeltaCycle));
+                return Err(damaged(id, &pack, offset, Damage::DeltaCycle));
             }
         }
     }

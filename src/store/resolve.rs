@@ -90,7 +90,7 @@ impl ChainBudget {
 }
 
 /// Damage at the entry at `offset` of `pack`, reading `id`.
-fn damaged(id: &oid, pack: &Pack, offset: u64, damage: Damage) -> ReadError {
+pub(super) fn damaged(id: &oid, pack: &Pack, offset: u64, damage: Damage) -> ReadError {
     ReadError { oid: id.to_owned(), location: Location::Pack { path: pack.pack_path.clone(), offset }, damage }
 }
 
