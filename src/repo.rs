@@ -1,10 +1,50 @@
 //! Finding the repository the way git does, and the few facts about it that reading objects needs.
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::fatal::Bytes;
-use crate::settings::Environment;
+
+/// The environment variables cat-blobd itself reads (gix-discover and gix-config read git's ceiling and
+/// `GIT_CONFIG_COUNT` family themselves).
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    pub git_dir: Option<PathBuf>,
+    pub object_directory: Option<PathBuf>,
+    pub alternate_object_directories: Option<OsString>,
+    pub no_replace_objects: bool,
+    pub replace_ref_base: Option<OsString>,
+    pub alloc_limit: Option<OsString>,
+    /// Where git's configuration files are: `HOME`, `XDG_CONFIG_HOME`, `GIT_CONFIG_NOSYSTEM`,
+    /// `GIT_CONFIG_SYSTEM`, `GIT_CONFIG_GLOBAL` (empty values count as unset, as in git).
+    pub home: Option<PathBuf>,
+    pub xdg_config_home: Option<PathBuf>,
+    pub config_nosystem: Option<OsString>,
+    pub config_system: Option<PathBuf>,
+    pub config_global: Option<PathBuf>,
+}
+
+impl Environment {
+    /// This process's environment.
+    pub fn from_process() -> Environment {
+        let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+        let path = |name: &str| var(name).map(PathBuf::from);
+        Environment {
+            // An empty GIT_DIR names no repository (an error), not the default.
+            git_dir: std::env::var_os("GIT_DIR").map(PathBuf::from),
+            object_directory: std::env::var_os("GIT_OBJECT_DIRECTORY").map(PathBuf::from),
+            alternate_object_directories: std::env::var_os("GIT_ALTERNATE_OBJECT_DIRECTORIES"),
+            no_replace_objects: std::env::var_os("GIT_NO_REPLACE_OBJECTS").is_some(),
+            replace_ref_base: std::env::var_os("GIT_REPLACE_REF_BASE"),
+            alloc_limit: std::env::var_os("GIT_ALLOC_LIMIT"),
+            home: path("HOME"),
+            xdg_config_home: path("XDG_CONFIG_HOME"),
+            config_nosystem: var("GIT_CONFIG_NOSYSTEM"),
+            config_system: path("GIT_CONFIG_SYSTEM"),
+            config_global: path("GIT_CONFIG_GLOBAL"),
+        }
+    }
+}
 
 /// A repository as far as cat-blobd cares: where its objects live and which hash names them.
 #[derive(Debug, Clone)]
