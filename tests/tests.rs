@@ -14,6 +14,7 @@ mod inflate_prefix;
 mod interactive;
 mod ls;
 mod pinned;
+mod scale;
 mod server;
 mod server_cat_file;
 mod server_hardening;

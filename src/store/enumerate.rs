@@ -45,12 +45,9 @@ impl Store {
             for_each_loose(&dir.path, self.hash, |id, path| each(id, Place(Where::Loose(path))));
         }
         for set in self.snapshots() {
-            for pack in &set.packs {
+            for pack in set.all_packs(&self.opener) {
                 for (offset, position) in self.rev_index(pack).iter() {
-                    each(
-                        pack.index.oid_at_index(*position).to_owned(),
-                        Place(Where::Packed(Arc::clone(pack), *offset)),
-                    );
+                    each(pack.index.oid_at(*position).to_owned(), Place(Where::Packed(Arc::clone(pack), *offset)));
                 }
             }
         }
@@ -58,18 +55,16 @@ impl Store {
 
     /// Objects in all packs, duplicates counted (git's `repo_approximate_object_count`).
     pub fn packed_object_count(&self) -> usize {
-        self.snapshots().iter().flat_map(|set| set.packs.iter()).map(|pack| pack.index.num_objects() as usize).sum()
+        self.snapshots().iter().map(|set| set.object_count()).sum()
     }
 
     /// The objects whose ids start with `prefix`, in packs and loose.
     pub fn find_prefix(&self, prefix: &Prefix) -> PrefixMatch {
         let mut found = Vec::new();
         for set in self.snapshots() {
-            for pack in &set.packs {
-                let mut range = 0..0;
-                if pack.index.lookup_prefix(*prefix, Some(&mut range)).is_some() {
-                    found.extend(range.map(|position| pack.index.oid_at_index(position).to_owned()));
-                }
+            for pack in set.all_packs(&self.opener) {
+                let range = pack.index.prefix_range(prefix);
+                found.extend(range.map(|position| pack.index.oid_at(position).to_owned()));
             }
         }
         let hex = prefix.to_string();

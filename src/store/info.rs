@@ -140,7 +140,7 @@ impl Store {
                     let base = entry.checked_base_pack_offset(base_distance);
                     let base = base.and_then(|base| rev.binary_search_by_key(&base, |(o, _)| *o).ok());
                     let position = base.ok_or_else(|| at(Damage::BadBaseOffset))?;
-                    Some(pack.index.oid_at_index(rev[position].1).to_owned())
+                    Some(pack.index.oid_at(rev[position].1).to_owned())
                 }
                 _ => None,
             };
@@ -169,7 +169,10 @@ impl Store {
                     None => return Err(damaged(id, &pack, offset, Damage::BadBaseOffset)),
                 },
                 Header::RefDelta { base_id } => match pack.lookup(&base_id) {
-                    Some(base) => offset = base,
+                    Some(Ok(base)) => offset = base,
+                    Some(Err(err)) => {
+                        return Err(damaged(id, &pack, offset, Damage::Unusable(Arc::new(err.into()))));
+                    }
                     None => match self.find_packed(&base_id) {
                         Some((base_pack, base)) => (pack, offset) = (Cow::Owned(base_pack), base),
                         None => {
@@ -193,8 +196,9 @@ impl Store {
     pub(super) fn rev_index(&self, pack: &Pack) -> RevIndex {
         let mut map = self.rev_indexes.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let rev = map.entry(pack.id).or_insert_with(|| {
+            // An entry whose offset the index cannot give is left out: reading it reports the damage.
             let mut rev: Vec<(u64, u32)> = (0..pack.index.num_objects())
-                .map(|position| (pack.index.pack_offset_at_index(position), position))
+                .filter_map(|position| Some((pack.index.offset_at(position).ok()?, position)))
                 .collect();
             rev.sort_unstable();
             Arc::new(rev)

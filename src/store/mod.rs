@@ -1,9 +1,11 @@
 //! The object database, read-only and shared by every thread: packs (gix-pack index + mapped data), loose
 //! objects and alternates, with a per-thread [`Resolver`] holding the delta-base cache and inflater.
 //!
-//! Lookup order is git's: every pack of every object directory (newest pack first), then loose objects.
-//! A miss rescans `objects/pack` once, since a `git repack` may have run meanwhile; packs that were already
-//! mapped stay readable even after their files are deleted.
+//! Lookup order is git's: in each object directory, the multi-pack-index, then every pack it does not cover
+//! (newest pack first); then loose objects. A miss rescans `objects/pack` once, since a `git repack` may have run
+//! meanwhile; packs that were already mapped stay readable even after their files are deleted. Opening a
+//! repository reads no table whose length is the object count: indexes are mapped and checked as git checks them.
+
 mod alternates;
 pub(crate) mod cache;
 mod data;
@@ -13,7 +15,10 @@ mod inflate;
 mod inflate_prefix;
 mod info;
 mod loose;
+mod midx;
 mod pack;
+mod pack_index;
+mod packset;
 mod replace;
 mod resolve;
 pub(crate) mod stream;
@@ -25,10 +30,9 @@ pub(crate) use info::{Info, Place};
 pub(crate) use pack::PackError;
 pub(crate) use replace::Replacements;
 
-use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
@@ -38,7 +42,9 @@ pub use gix_object::Kind;
 use crate::fatal::Bytes;
 use cache::SharedCache;
 use inflate::Inflater;
+use midx::PackOpener;
 use pack::{EntryKey, Pack};
+use packset::{Copy, PackSet};
 
 pub use data::Data;
 
@@ -224,14 +230,6 @@ impl Resolver {
     }
 }
 
-/// The packs of one object directory as last scanned.
-#[derive(Default)]
-struct PackSet {
-    packs: Vec<Arc<Pack>>,
-    /// Index files that could not be read; an object missing elsewhere may be in them.
-    bad_indexes: Vec<(PathBuf, Arc<PackError>)>,
-}
-
 struct ObjectDir {
     path: PathBuf,
     packs: RwLock<Arc<PackSet>>,
@@ -242,7 +240,7 @@ struct ObjectDir {
 pub struct Store {
     hash: gix_hash::Kind,
     dirs: Vec<ObjectDir>,
-    next_pack_id: AtomicU32,
+    opener: PackOpener,
     options: StoreOptions,
     rev_indexes: info::RevIndexes,
 }
@@ -254,7 +252,8 @@ impl Store {
             .into_iter()
             .map(|path| ObjectDir { path, packs: RwLock::default(), scanned: Mutex::new(None) })
             .collect();
-        let store = Store { hash, dirs, next_pack_id: AtomicU32::new(0), options, rev_indexes: Default::default() };
+        let opener = PackOpener { hash, next_id: Arc::new(AtomicU32::new(0)) };
+        let store = Store { hash, dirs, opener, options, rev_indexes: Default::default() };
         for dir in &store.dirs {
             store.rescan(dir);
         }
@@ -267,7 +266,7 @@ impl Store {
 
     /// Number of packs currently mapped, over all object directories.
     pub(crate) fn pack_count(&self) -> usize {
-        self.dirs.iter().map(|dir| snapshot(dir).packs.len()).sum()
+        self.dirs.iter().map(|dir| snapshot(dir).opened_count()).sum()
     }
 
     /// Reads an object, or its replacement when a replace ref names one: `Ok(None)` if no object directory
@@ -289,7 +288,7 @@ impl Store {
         let found = |store: &Store| {
             target == gix_hash::ObjectId::empty_tree(store.hash)
                 || store.dirs.iter().any(|dir| {
-                    snapshot(dir).packs.iter().any(|pack| pack.lookup(&target).is_some())
+                    snapshot(dir).copies(&target, &store.opener).next().is_some()
                         || loose::path(&dir.path, &target).is_file()
                 })
         };
@@ -317,7 +316,7 @@ impl Store {
 
     /// Is `id` in any pack (not counting loose objects)?
     pub(crate) fn in_pack(&self, id: &oid) -> bool {
-        self.dirs.iter().any(|dir| snapshot(dir).packs.iter().any(|pack| pack.lookup(id).is_some()))
+        self.dirs.iter().any(|dir| snapshot(dir).copies(id, &self.opener).next().is_some())
     }
 
     fn replacement(&self, id: &oid) -> Result<ObjectId, ReadError> {
@@ -366,12 +365,17 @@ impl Store {
         resolver: &mut Resolver,
         first_error: &mut Option<ReadError>,
     ) -> Option<Object> {
-        for pack in sets.iter().flat_map(|set| &set.packs) {
-            let Some(offset) = pack.lookup(id) else { continue };
-            match self.read_packed(id, pack, offset, resolver) {
-                Ok(object) => return Some(object),
-                Err(err) => _ = first_error.get_or_insert(err),
-            }
+        for copy in sets.iter().flat_map(|set| set.copies(id, &self.opener)) {
+            let err = match copy {
+                Copy::At(pack, offset) => match self.read_packed(id, pack, offset, resolver) {
+                    Ok(object) => return Some(object),
+                    Err(err) => err,
+                },
+                Copy::Damaged(path, why) => {
+                    ReadError { oid: id.to_owned(), location: Location::Index { path }, damage: Damage::Unusable(why) }
+                }
+            };
+            _ = first_error.get_or_insert(err);
         }
         None
     }
@@ -400,7 +404,7 @@ impl Store {
     fn find_packed(&self, id: &oid) -> Option<(Arc<Pack>, u64)> {
         self.dirs.iter().find_map(|dir| {
             let set = snapshot(dir);
-            set.packs.iter().find_map(|pack| pack.lookup(id).map(|offset| (Arc::clone(pack), offset)))
+            set.find(id, &self.opener).map(|(pack, offset)| (Arc::clone(pack), offset))
         })
     }
 
@@ -421,39 +425,7 @@ impl Store {
             return;
         }
         *scanned = mtime;
-        let current = snapshot(dir);
-        let mut idx_paths: Vec<PathBuf> = std::fs::read_dir(&pack_dir)
-            .into_iter()
-            .flatten()
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|path| path.extension() == Some(OsStr::new("idx")))
-            .collect();
-        idx_paths.sort();
-        let mut next = PackSet::default();
-        let mut changed = false;
-        for idx_path in idx_paths {
-            let pack_path = idx_path.with_extension("pack");
-            if let Some(known) = current.packs.iter().find(|p| p.pack_path == pack_path) {
-                next.packs.push(Arc::clone(known));
-                continue;
-            }
-            changed = true;
-            let id = self.next_pack_id.fetch_add(1, Ordering::Relaxed);
-            match Pack::open(&idx_path, id, self.hash) {
-                Ok(pack) => next.packs.push(Arc::new(pack)),
-                Err(why) => next.bad_indexes.push((idx_path, Arc::new(why))),
-            }
-        }
-        // Packs whose files are gone stay mapped and readable, after the live ones.
-        for pack in &current.packs {
-            if !next.packs.iter().any(|p| Arc::ptr_eq(p, pack)) {
-                next.packs.push(Arc::clone(pack));
-            }
-        }
-        changed |= next.bad_indexes.len() != current.bad_indexes.len();
-        if changed {
-            // Newest first, as git orders packs: recent objects are asked for most.
-            next.packs.sort_by_key(|pack| std::cmp::Reverse(pack.mtime));
+        if let Some(next) = PackSet::rescan(&snapshot(dir), &pack_dir, &self.opener) {
             *dir.packs.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
         }
     }
@@ -530,6 +502,34 @@ mod tests {
         objects.add_loose(Kind::Blob, b"content\n");
         let found = store.read(&id, &mut resolver).expect("an intact loose copy").expect("found");
         assert_eq!(found.data.as_slice(), b"content\n");
+    }
+
+    /// Opening reads the midx, not the packs it covers: a pack is opened when an object is read from it.
+    #[test]
+    fn a_multi_pack_index_opens_only_the_packs_objects_are_read_from() {
+        let objects = Objects::new();
+        let (a, b) = (chain(&[b"in a\n"], true), chain(&[b"in b\n"], true));
+        objects.add_pack("a", &a);
+        objects.add_pack("b", &b);
+        let repo = tempfile::tempdir().expect("temporary directory");
+        let git = |args: &[&std::ffi::OsStr]| {
+            let mut command = std::process::Command::new("git");
+            command.arg("--git-dir").arg(repo.path()).args(args);
+            command.env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null").status().expect("git")
+        };
+        assert!(git(&["init".as_ref(), "-q".as_ref(), "--bare".as_ref()]).success());
+        // git writes a midx only for its own object directory or an alternate of it.
+        let alternates = repo.path().join("objects/info/alternates");
+        std::fs::write(alternates, [objects.path().as_os_str().as_bytes(), b"\n"].concat()).expect("alternates");
+        let status =
+            git(&["multi-pack-index".as_ref(), "--object-dir".as_ref(), objects.path().as_ref(), "write".as_ref()]);
+        assert!(status.success());
+        let store = open(&objects);
+        assert_eq!(store.pack_count(), 0, "nothing opened yet");
+        let mut resolver = Resolver::new(1 << 20);
+        let found = store.read(&b[0].0, &mut resolver).expect("no damage").expect("found");
+        assert_eq!(found.data.as_slice(), b"in b\n");
+        assert_eq!(store.pack_count(), 1, "only the pack it was read from");
     }
 
     #[test]

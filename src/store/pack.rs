@@ -15,12 +15,16 @@ use gix_pack::data::entry::Header;
 
 use super::Damage;
 use super::inflate::Inflater;
+use super::midx::MidxError;
+use super::pack_index::{IndexError, PackIndex};
 
 /// Why a pack cannot be used: its index (then any object might be in it), or its data.
 #[derive(Debug, thiserror::Error)]
 pub enum PackError {
     #[error("{0}")]
-    Index(gix_error::Error),
+    Index(#[from] IndexError),
+    #[error("{0}")]
+    Midx(MidxError),
     #[error("cannot open pack: {0}")]
     Open(gix_error::Error),
     #[error("pack has {pack} objects but its index lists {index}")]
@@ -40,7 +44,7 @@ pub(crate) struct EntryKey {
 pub(super) struct Pack {
     /// Unique within the store for its whole life (cache keys), never reused after a rescan.
     pub id: u32,
-    pub index: gix_pack::index::File,
+    pub index: PackIndex,
     pub pack_path: PathBuf,
     pub mtime: SystemTime,
     /// The mapped pack, or why it cannot be used (missing, unreadable, or not the pack its index describes).
@@ -76,13 +80,13 @@ fn reads_before_base_scan(objects: u32) -> u32 {
 impl Pack {
     /// Opens `<name>.idx` and maps `<name>.pack`. Fails only when the index itself is unusable.
     pub(super) fn open(idx_path: &Path, id: u32, hash: gix_hash::Kind) -> Result<Pack, PackError> {
-        let index = gix_pack::index::File::at(idx_path, hash).map_err(PackError::Index)?;
+        let index = PackIndex::open(idx_path, hash).map_err(PackError::Index)?;
         let pack_path = idx_path.with_extension("pack");
         let mtime = std::fs::metadata(&pack_path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
         let data = gix_pack::data::File::at(&pack_path, hash).map_err(PackError::Open).and_then(|data| {
             if data.num_objects() != index.num_objects() {
                 Err(PackError::CountMismatch { pack: data.num_objects(), index: index.num_objects() })
-            } else if data.checksum() != index.pack_checksum() {
+            } else if data.checksum().as_slice() != index.pack_checksum() {
                 Err(PackError::ChecksumMismatch)
             } else {
                 Ok(data)
@@ -97,10 +101,19 @@ impl Pack {
         EntryKey { pack: self.id, offset }
     }
 
-    /// Where `id` starts in the pack, if the index lists it.
-    pub(super) fn lookup(&self, id: &oid) -> Option<u64> {
+    /// Where `id` starts in the pack, if the index lists it; an error if its entry in the index is damaged.
+    pub(super) fn lookup(&self, id: &oid) -> Option<Result<u64, IndexError>> {
         let position = self.index.lookup(id)?;
-        Some(self.index.pack_offset_at_index(position))
+        Some(self.index.offset_at(position))
+    }
+
+    /// Whether the pack data could be mapped and matches the index.
+    pub(super) fn is_usable(&self) -> bool {
+        self.data.is_ok()
+    }
+
+    pub(super) fn index_path(&self) -> PathBuf {
+        self.pack_path.with_extension("idx")
     }
 
     /// The compressed bytes of `entry` up to the end of the pack data (the zlib stream ends before that).
@@ -183,7 +196,8 @@ impl Pack {
     fn scan_delta_bases(&self) -> DeltaBases {
         let reader = self.data.as_ref().ok().and_then(|data| HeaderReader::open(&self.pack_path, data));
         let Some(mut reader) = reader else { return DeltaBases { offsets: Vec::new(), pending: Vec::new() } };
-        let mut entries: Vec<u64> = self.index.iter().map(|entry| entry.pack_offset).collect();
+        let positions = 0..self.index.num_objects();
+        let mut entries: Vec<u64> = positions.filter_map(|position| self.index.offset_at(position).ok()).collect();
         entries.sort_unstable();
         let mut bases: Vec<u64> = entries
             .into_iter()
@@ -191,7 +205,7 @@ impl Pack {
                 found @ Entry { header: Header::OfsDelta { base_distance }, .. } => {
                     found.checked_base_pack_offset(base_distance)
                 }
-                Entry { header: Header::RefDelta { base_id }, .. } => self.lookup(&base_id),
+                Entry { header: Header::RefDelta { base_id }, .. } => self.lookup(&base_id).and_then(Result::ok),
                 _ => None,
             })
             .collect();
@@ -286,9 +300,9 @@ mod tests {
         let entries = chain(&[b"base\n", b"base\nmore\n"], true);
         let (path, offsets) = objects.add_pack("a", &entries);
         let pack = open(&path);
-        assert_eq!(pack.lookup(&entries[0].0), Some(offsets[0]));
-        assert_eq!(pack.lookup(&entries[1].0), Some(offsets[1]));
-        assert_eq!(pack.lookup(&object_id(Kind::Blob, b"elsewhere")), None);
+        assert_eq!(pack.lookup(&entries[0].0).map(Result::ok), Some(Some(offsets[0])));
+        assert_eq!(pack.lookup(&entries[1].0).map(Result::ok), Some(Some(offsets[1])));
+        assert!(pack.lookup(&object_id(Kind::Blob, b"elsewhere")).is_none());
         assert_eq!(pack.key(offsets[1]), EntryKey { pack: 7, offset: offsets[1] });
 
         let mut inflater = Inflater::default();

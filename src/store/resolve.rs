@@ -168,6 +168,7 @@ impl Store {
     /// Finds a REF_DELTA's base: in the delta's own pack first, then in any pack, then loose.
     fn find_ref_base(&self, pack: &Arc<Pack>, base_id: &oid) -> Result<RefBase, Damage> {
         if let Some(offset) = pack.lookup(base_id) {
+            let offset = offset.map_err(|err| Damage::Unusable(Arc::new(err.into())))?;
             return Ok(RefBase::Packed(Arc::clone(pack), offset));
         }
         if let Some((pack, offset)) = self.find_packed(base_id) {
@@ -265,7 +266,7 @@ mod tests {
 
     /// The store's packs, newest first.
     fn packs(store: &Store) -> Vec<Arc<Pack>> {
-        store.snapshots().iter().flat_map(|set| set.packs.iter().cloned()).collect()
+        store.snapshots().iter().flat_map(|set| set.all_packs(&store.opener).cloned().collect::<Vec<_>>()).collect()
     }
 
     fn read(store: &Store, id: &ObjectId, resolver: &mut Resolver) -> Vec<u8> {
