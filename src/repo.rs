@@ -71,11 +71,18 @@ pub struct Config {
     pub ignore_case: bool,
     /// `core.useReplaceRefs` (default true).
     pub use_replace_refs: bool,
+    /// `core.bigFileThreshold` (default 512 MiB): blobs larger than this are streamed, not held whole.
+    pub big_file_threshold: u64,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { quote_path: true, ignore_case: false, use_replace_refs: true }
+        Config {
+            quote_path: true,
+            ignore_case: false,
+            use_replace_refs: true,
+            big_file_threshold: crate::store::DEFAULT_BIG_FILE_THRESHOLD,
+        }
     }
 }
 
@@ -202,6 +209,11 @@ fn read_config(git_dir: &Path, common_dir: &Path, env: &Environment) -> Result<C
         quote_path: flag("core.quotePath", true)?,
         ignore_case: flag("core.ignoreCase", false)?,
         use_replace_refs: flag("core.useReplaceRefs", true)?,
+        big_file_threshold: match config.integer("core.bigFileThreshold") {
+            Ok(Some(value)) => u64::try_from(value).unwrap_or(0),
+            Ok(None) => crate::store::DEFAULT_BIG_FILE_THRESHOLD,
+            Err(err) => return Err(error(&common_dir.join("config"), &err)),
+        },
     })
 }
 

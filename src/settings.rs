@@ -62,6 +62,7 @@ pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<Assembl
         replacements,
         max_object_size: cli.max_object_size,
         alternate_object_directories: env.alternate_object_directories.clone(),
+        big_file_threshold: repo.config.big_file_threshold,
         ..Default::default()
     };
     if let Some(limit) = alloc_limit(env)? {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::cat_file::{Stderr, assert_same, run};
-use crate::util::{CAT_BLOBD, Run, assert_bytes_eq, build_with_script, git_in};
+use crate::util::{CAT_BLOBD, Run, TempDir, assert_bytes_eq, build_with_script, git_in};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-scale-fixtures.sh");
 const MISSING: &str = "0000000000000000000000000000000000000001";
@@ -49,11 +49,29 @@ fn same_as_git(name: &str, git_warns: Option<&str>) {
         .filter_map(|line| line.strip_suffix(b" blob"))
         .flat_map(|request| [request, b"\n"].concat())
         .collect();
-    let git = Run::new("git").arg("fast-import").arg("--quiet").arg("--cat-blob-fd=1");
-    let git = git.env("GIT_DIR", &dir).stdin(stream.clone()).run();
-    let ours = Run::new(CAT_BLOBD).arg("--quiet").env("GIT_DIR", &dir).stdin(stream).run();
+    same_cat_blob(name, &dir, &stream, &[], git_warns);
+}
+
+/// `cat-blob` requests through git fast-import (in a throwaway repository whose alternates reach `dir`'s
+/// objects: fast-import writes into its repository) and through cat-blobd.
+fn same_cat_blob(name: &str, dir: &Path, stream: &[u8], env: &[(&str, &str)], git_warns: Option<&str>) {
+    let oracle = TempDir::new("scale-oracle");
+    let git_dir = oracle.path().join("oracle.git");
+    git_in(oracle.path(), &["init", "-q", "--bare", git_dir.to_str().expect("UTF-8")], b"");
+    let alternates = [dir.join("objects").as_os_str().as_encoded_bytes(), b"\n"].concat();
+    std::fs::write(git_dir.join("objects/info/alternates"), alternates).expect("alternates");
+    let (mut git, mut ours) = (Run::new("git").arg("fast-import"), Run::new(CAT_BLOBD));
+    for (key, value) in env {
+        (git, ours) = (git.env(key, value), ours.env(key, value));
+    }
+    let git = git.arg("--quiet").arg("--cat-blob-fd=1").env("GIT_DIR", &git_dir).stdin(stream.to_vec()).run();
+    let ours = ours.arg("--quiet").env("GIT_DIR", dir).stdin(stream.to_vec()).run();
     assert_eq!(ours.status.code(), git.status.code(), "{name}: fast-import status\n{}", ours.describe());
     assert_bytes_eq(&format!("{name}: cat-blob responses"), &git.stdout, &ours.stdout);
+    match git_warns {
+        None => assert_bytes_eq(&format!("{name}: cat-blob stderr"), &git.stderr, &ours.stderr),
+        Some(warning) => assert!(String::from_utf8_lossy(&git.stderr).contains(warning) && ours.stderr.is_empty()),
+    }
 }
 
 #[test]
@@ -109,4 +127,46 @@ fn scale_a_ref_delta_on_a_base_in_another_pack_is_built_from_it() {
         served += 1;
     }
     assert_eq!(served, 5, "the five REF_DELTA entries");
+}
+
+/// `core.bigFileThreshold` set to 1 MiB: blobs of 2.5 and 3 MiB are answered in pieces (the header with the first,
+/// the LF with the last), with the same bytes as git's, on both front ends and with or without `--buffer`.
+const SMALL_THRESHOLD: [(&str, &str); 3] =
+    [("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "core.bigFileThreshold"), ("GIT_CONFIG_VALUE_0", "1m")];
+
+#[test]
+fn scale_blobs_over_the_big_file_threshold_are_streamed_with_gits_bytes() {
+    let dir = repo("big.git");
+    let ids = all_ids(&dir);
+    for args in [&["--batch"][..], &["--batch", "--buffer"], &["--batch-command"]] {
+        let input = match args[0] {
+            "--batch-command" => ids.split(|&b| b == b'\n').flat_map(|id| [b"contents ", id, b"\n"].concat()).collect(),
+            _ => ids.clone(),
+        };
+        let git = run("git", &dir, args, &input, &SMALL_THRESHOLD);
+        let ours = run(CAT_BLOBD, &dir, args, &input, &SMALL_THRESHOLD);
+        assert_same(&format!("big.git: cat-file {args:?}"), &git, &ours, Stderr::Exact);
+        assert!(git.stdout.len() > 5 << 20, "the big blobs were answered");
+    }
+    let stream: Vec<u8> =
+        ids.split(|&b| b == b'\n').take(3).flat_map(|id| [b"cat-blob ", id, b"\n"].concat()).collect();
+    same_cat_blob("big.git", &dir, &stream, &SMALL_THRESHOLD, None);
+}
+
+/// A reader that goes away in the middle of a streamed blob: cat-blobd ends quietly (SIGPIPE), as git does.
+#[test]
+fn scale_a_reader_that_stops_halfway_through_a_streamed_blob_ends_it_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let dir = repo("big.git");
+    let ids = all_ids(&dir);
+    let stream: Vec<u8> =
+        ids.split(|&b| b == b'\n').take(3).flat_map(|id| [b"cat-blob ", id, b"\n"].concat()).collect();
+    let mut command = Command::new(CAT_BLOBD);
+    command.arg("--quiet").env("GIT_DIR", &dir).envs(SMALL_THRESHOLD);
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let wait = std::time::Duration::from_secs(60);
+    let (status, stderr) = crate::util::hang_up_after_first_bytes(&mut child, stream, wait, "cat-blobd");
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}: {}", String::from_utf8_lossy(&stderr));
+    assert!(stderr.is_empty(), "{}", String::from_utf8_lossy(&stderr));
 }

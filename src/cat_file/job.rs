@@ -6,7 +6,7 @@ use super::format::{Fields, Format};
 use super::output::Messages;
 use crate::engine::Job;
 use crate::response::encode::Response;
-use crate::store::{Damage, Info, ObjectId, Place, ReadError, Resolver, Store};
+use crate::store::{Answer, Damage, Info, ObjectId, Place, ReadError, Resolver, Store};
 
 /// A resolver thread's scratch state.
 pub(crate) struct Worker<'s> {
@@ -46,16 +46,15 @@ impl<'s> Job for ObjectJob<'s> {
         // below, which answers it as git does.
         if self.contents && self.place.is_none() && !self.settings.format.needs_disk() {
             let (store, settings) = (worker.store, self.settings);
-            let read = match settings.exact {
-                true => store.read_exact(&self.id, &mut worker.resolver),
-                false => store.read(&self.id, &mut worker.resolver),
-            };
-            match read {
-                Ok(Some(object)) => {
-                    let info =
-                        Info { kind: object.kind, size: object.data.len() as u64, disk_size: 0, delta_base: None };
+            match store.read_for_answer(&self.id, &mut worker.resolver, settings.exact) {
+                Ok(Some(answer)) => {
+                    let size = match &answer {
+                        Answer::Whole(object) => object.data.len() as u64,
+                        Answer::Big(big) => big.size(),
+                    };
+                    let info = Info { kind: answer.kind(), size, disk_size: 0, delta_base: None };
                     let line = self.header_line(Some(&info));
-                    return Ok(Response::object(&line, object.data, settings.delimiter));
+                    return Ok(Response::object_answer(&line, answer, settings.delimiter));
                 }
                 Ok(None) => return Ok(missing(self.name, &self.id, settings.delimiter)),
                 Err(_) => {}
@@ -100,12 +99,9 @@ impl ObjectJob<'_> {
         if !self.contents {
             return Ok(Response::Line(line));
         }
-        let object = match settings.exact {
-            true => store.read_exact(&self.id, &mut worker.resolver)?,
-            false => store.read(&self.id, &mut worker.resolver)?,
-        };
-        let object = object.ok_or_else(|| CatFileError::git(format!("object {} disappeared", self.id)))?;
-        Ok(Response::object(&line, object.data, settings.delimiter))
+        let answer = store.read_for_answer(&self.id, &mut worker.resolver, settings.exact)?;
+        let answer = answer.ok_or_else(|| CatFileError::git(format!("object {} disappeared", self.id)))?;
+        Ok(Response::object_answer(&line, answer, settings.delimiter))
     }
 
     /// The answer's line: the format expanded, and the delimiter.

@@ -7,6 +7,7 @@
 //! repository reads no table whose length is the object count: indexes are mapped and checked as git checks them.
 
 mod alternates;
+mod big;
 pub(crate) mod cache;
 mod data;
 pub(crate) mod delta;
@@ -46,6 +47,8 @@ use midx::PackOpener;
 use pack::{EntryKey, Pack};
 use packset::{Copy, PackSet};
 
+use big::Want;
+pub use big::{Answer, BigBlob, DEFAULT_BIG_FILE_THRESHOLD, PieceError};
 pub use data::Data;
 
 /// An object read from the store.
@@ -156,6 +159,9 @@ pub struct StoreOptions {
     pub replacements: Replacements,
     /// `GIT_ALTERNATE_OBJECT_DIRECTORIES`: more object directories, after those of `objects/info/alternates`.
     pub alternate_object_directories: Option<std::ffi::OsString>,
+    /// `core.bigFileThreshold`: blobs stored whole in a pack and larger than this are answered in pieces
+    /// ([`Store::read_for_answer`]).
+    pub big_file_threshold: u64,
 }
 
 impl Default for StoreOptions {
@@ -165,6 +171,7 @@ impl Default for StoreOptions {
             max_chain_bytes: DEFAULT_MAX_CHAIN_BYTES,
             replacements: Replacements::default(),
             alternate_object_directories: None,
+            big_file_threshold: DEFAULT_BIG_FILE_THRESHOLD,
         }
     }
 }
@@ -327,21 +334,30 @@ impl Store {
     /// the packs changed since) from the packs once more, since a `git repack` may have moved it meanwhile from a
     /// loose file or an old pack into a new pack. Damage is reported only if no intact copy is found anywhere.
     pub fn read_exact(&self, id: &oid, resolver: &mut Resolver) -> Result<Option<Object>, ReadError> {
+        let answer = self.read_exact_as(id, resolver, Want::Whole)?;
+        Ok(answer.map(|answer| match answer {
+            Answer::Whole(object) => object,
+            Answer::Big(_) => unreachable!("only asked for whole objects"),
+        }))
+    }
+
+    /// [`Store::read_exact`], or with [`Want::Answer`] a big blob as a [`BigBlob`] (see `big.rs`).
+    fn read_exact_as(&self, id: &oid, resolver: &mut Resolver, want: Want) -> Result<Option<Answer>, ReadError> {
         if id == gix_hash::ObjectId::empty_tree(self.hash) {
-            return Ok(Some(Object { kind: Kind::Tree, data: Data::default() }));
+            return Ok(Some(Answer::Whole(Object { kind: Kind::Tree, data: Data::default() })));
         }
         let mut first_error = None;
         let searched = self.snapshots();
-        if let Some(object) = self.read_from_packs(id, &searched, resolver, &mut first_error) {
-            return Ok(Some(object));
+        if let Some(answer) = self.read_from_packs(id, &searched, resolver, want, &mut first_error) {
+            return Ok(Some(answer));
         }
         if let Some(object) = self.read_from_loose(id, &mut first_error) {
-            return Ok(Some(object));
+            return Ok(Some(Answer::Whole(object)));
         }
         if first_error.is_none() && self.refreshed_since(&searched) {
             let rescanned = self.snapshots();
-            if let Some(object) = self.read_from_packs(id, &rescanned, resolver, &mut first_error) {
-                return Ok(Some(object));
+            if let Some(answer) = self.read_from_packs(id, &rescanned, resolver, want, &mut first_error) {
+                return Ok(Some(answer));
             }
         }
         if let Some(err) = first_error {
@@ -363,12 +379,13 @@ impl Store {
         id: &oid,
         sets: &[Arc<PackSet>],
         resolver: &mut Resolver,
+        want: Want,
         first_error: &mut Option<ReadError>,
-    ) -> Option<Object> {
+    ) -> Option<Answer> {
         for copy in sets.iter().flat_map(|set| set.copies(id, &self.opener)) {
             let err = match copy {
-                Copy::At(pack, offset) => match self.read_packed(id, pack, offset, resolver) {
-                    Ok(object) => return Some(object),
+                Copy::At(pack, offset) => match self.read_packed_as(id, pack, offset, resolver, want) {
+                    Ok(answer) => return Some(answer),
                     Err(err) => err,
                 },
                 Copy::Damaged(path, why) => {

@@ -107,6 +107,11 @@ impl Pack {
         Some(self.index.offset_at(position))
     }
 
+    /// The pack file opened again for `pread` (see [`reopen`]), if it still is the mapped pack.
+    pub(super) fn reopen(&self) -> Option<File> {
+        reopen(&self.pack_path, self.data.as_ref().ok()?)
+    }
+
     /// Whether the pack data could be mapped and matches the index.
     pub(super) fn is_usable(&self) -> bool {
         self.data.is_ok()
@@ -225,6 +230,19 @@ impl Pack {
     }
 }
 
+/// `path` opened again for reading with `pread`, if it is still the pack `data` maps: the same length and trailing
+/// checksum. Reads that cover much of a pack go through such a handle rather than the mapping: pages read into a
+/// buffer stay in the page cache only, pages touched through the mapping stay in the process's resident set.
+fn reopen(path: &Path, data: &gix_pack::data::File) -> Option<File> {
+    let file = File::open(path).ok()?;
+    if file.metadata().ok()?.len() != data.data_len() as u64 {
+        return None;
+    }
+    let mut trailer = vec![0; data.object_hash().len_in_bytes()];
+    file.read_exact_at(&mut trailer, data.pack_end() as u64).ok()?;
+    (trailer == data.checksum().as_slice()).then_some(file)
+}
+
 /// The most bytes an entry header takes: a type-and-size number of up to 10 bytes, then an OFS_DELTA distance of
 /// up to 10 bytes or a REF_DELTA base id of up to 32.
 const MAX_ENTRY_HEADER: u64 = 10 + 32;
@@ -248,20 +266,8 @@ struct HeaderReader {
 impl HeaderReader {
     /// Opens `path` if it is still the pack `data` maps: the same length and trailing checksum.
     fn open(path: &Path, data: &gix_pack::data::File) -> Option<HeaderReader> {
-        let file = File::open(path).ok()?;
-        let end = data.pack_end() as u64;
-        if file.metadata().ok()?.len() != data.data_len() as u64 {
-            return None;
-        }
-        let mut trailer = vec![0; data.object_hash().len_in_bytes()];
-        file.read_exact_at(&mut trailer, end).ok()?;
-        (trailer == data.checksum().as_slice()).then(|| HeaderReader {
-            file,
-            end,
-            hash: data.object_hash(),
-            buffer: Vec::new(),
-            start: 0,
-        })
+        let file = reopen(path, data)?;
+        Some(HeaderReader { file, end: data.pack_end() as u64, hash: data.object_hash(), buffer: Vec::new(), start: 0 })
     }
 
     /// The header of the entry at `offset`, or none if it is damaged or past the entries.
