@@ -168,13 +168,16 @@ impl Store {
                     Some(base) => offset = base,
                     None => return Err(damaged(id, &pack, offset, Damage::BadBaseOffset)),
                 },
-                Header::RefDelta { base_id } => match pack.lookup(&base_id) {
-                    Some(Ok(base)) => offset = base,
-                    Some(Err(err)) => {
-                        return Err(damaged(id, &pack, offset, Damage::Unusable(Arc::new(err.into()))));
-                    }
-                    None => match self.find_packed(&base_id) {
-                        Some((base_pack, base)) => (pack, offset) = (Cow::Owned(base_pack), base),
+                Header::RefDelta { base_id } => {
+                    let found = self.ref_base(&pack, &base_id).map_err(|d| damaged(id, &pack, offset, d))?;
+                    // The same pack (borrowed back) keeps the walk's borrow; another pack replaces it.
+                    let found = found.map(|(base_pack, base)| match base_pack {
+                        Cow::Borrowed(_) => (None, base),
+                        Cow::Owned(other) => (Some(other), base),
+                    });
+                    match found {
+                        Some((None, base)) => offset = base,
+                        Some((Some(base_pack), base)) => (pack, offset) = (Cow::Owned(base_pack), base),
                         None => {
                             let path =
                                 self.dirs.iter().map(|dir| loose::path(&dir.path, &base_id)).find(|p| p.is_file());
@@ -182,8 +185,8 @@ impl Store {
                             let path = path.map_err(|d| damaged(id, &pack, offset, d))?;
                             return loose_info(&path).map(|info| info.kind).map_err(|d| damaged(id, &pack, offset, d));
                         }
-                    },
-                },
+                    }
+                }
                 _ => return Ok(entry.header.as_kind().expect("a base entry has an object kind")),
             }
             if cycle.comes_back(pack.key(offset)) {

@@ -31,6 +31,7 @@ pub(crate) use info::{Info, Place};
 pub(crate) use pack::PackError;
 pub(crate) use replace::Replacements;
 
+use std::borrow::Cow;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU32;
@@ -244,6 +245,9 @@ struct ObjectDir {
     scanned: Mutex<Option<SystemTime>>,
 }
 
+/// A pack (borrowed when it is the one asked about) and an entry's offset in it.
+type PackedAt<'p> = (Cow<'p, Arc<Pack>>, u64);
+
 pub struct Store {
     hash: gix_hash::Kind,
     dirs: Vec<ObjectDir>,
@@ -423,6 +427,23 @@ impl Store {
             let set = snapshot(dir);
             set.find(id, &self.opener).map(|(pack, offset)| (Arc::clone(pack), offset))
         })
+    }
+
+    /// Where the base of a REF_DELTA entry of `pack` is, in a pack. Through the multi-pack-index first when `pack`
+    /// is covered by one: its table is already in memory, where the pack's own index is one more file to fault in
+    /// (on git.git split into 123 packs, each lookup touched one of 123 cold indexes). Any copy of the base is
+    /// the same object. Else in `pack` first (git reads bases from the delta's own pack only), then in any pack.
+    fn ref_base<'p>(&self, pack: &'p Arc<Pack>, base_id: &oid) -> Result<Option<PackedAt<'p>>, Damage> {
+        if pack.in_midx
+            && let Some((base_pack, offset)) = self.find_packed(base_id)
+        {
+            return Ok(Some((Cow::Owned(base_pack), offset)));
+        }
+        if let Some(offset) = pack.lookup(base_id) {
+            let offset = offset.map_err(|err| Damage::Unusable(Arc::new(err.into())))?;
+            return Ok(Some((Cow::Borrowed(pack), offset)));
+        }
+        Ok(self.find_packed(base_id).map(|(base_pack, offset)| (Cow::Owned(base_pack), offset)))
     }
 
     /// Reads `id` as a loose object from any object directory (a REF_DELTA base may be loose).
