@@ -22,8 +22,8 @@ pub struct Repository {
     pub config: Config,
 }
 
-/// The configuration values git fast-import's read side honours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The configuration values git fast-import's read side and cat-file honour.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// `core.quotePath` (default true): quote bytes ≥ 0x80 in printed paths.
     pub quote_path: bool,
@@ -31,11 +31,25 @@ pub struct Config {
     pub ignore_case: bool,
     /// `core.useReplaceRefs` (default true).
     pub use_replace_refs: bool,
+    /// Where `cat-file --use-mailmap` reads the mailmap from.
+    pub mailmap: MailmapConfig,
+}
+
+/// `mailmap.file`, `mailmap.blob` and whether the repository is bare (then the blob defaults to
+/// `HEAD:.mailmap`, and no `.mailmap` file is read from the current directory).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MailmapConfig {
+    /// `mailmap.file`, with a leading `~/` expanded as git expands a pathname.
+    pub file: Option<PathBuf>,
+    /// `mailmap.blob`: an object name.
+    pub blob: Option<Vec<u8>>,
+    /// `core.bare`; unset: the git directory is not named `.git`.
+    pub bare: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { quote_path: true, ignore_case: false, use_replace_refs: true }
+        Config { quote_path: true, ignore_case: false, use_replace_refs: true, mailmap: MailmapConfig::default() }
     }
 }
 
@@ -162,7 +176,20 @@ fn read_config(git_dir: &Path, common_dir: &Path, env: &Environment) -> Result<C
         quote_path: flag("core.quotePath", true)?,
         ignore_case: flag("core.ignoreCase", false)?,
         use_replace_refs: flag("core.useReplaceRefs", true)?,
+        mailmap: MailmapConfig {
+            file: config.string("mailmap.file").map(|path| expand_home(&path, home.as_deref())),
+            blob: config.string("mailmap.blob").map(|name| name.to_vec()),
+            bare: flag("core.bare", git_dir.file_name() != Some(OsStr::new(".git")))?,
+        },
     })
+}
+
+/// git's pathname config values: a leading `~/` is the home directory.
+fn expand_home(path: &[u8], home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix(b"~/"), home) {
+        (Some(rest), Some(home)) => home.join(OsStr::from_bytes(rest)),
+        _ => PathBuf::from(OsStr::from_bytes(path)),
+    }
 }
 
 /// `extensions.worktreeConfig` in the repository's own config turns on `config.worktree`.
