@@ -124,6 +124,16 @@ impl CatFileError {
         CatFileError::Git(message.into())
     }
 
+    /// The object whose zlib stream asks for a preset dictionary, if that is what failed.
+    fn needs_dictionary(&self) -> Option<&crate::store::ObjectId> {
+        match self {
+            CatFileError::Read(err) | CatFileError::Name(names::NameError::Read(err)) => {
+                matches!(err.damage, crate::store::Damage::ZlibDictionary).then_some(&err.oid)
+            }
+            _ => None,
+        }
+    }
+
     /// The message as git words it: an object of an unknown type is just "invalid object type" (git does not
     /// name the object); everything else as displayed.
     fn git_message(&self) -> String {
@@ -173,6 +183,11 @@ pub fn run(
     match result {
         Ok(code) => outcome.code = code,
         Err(err) => {
+            if let Some(id) = err.needs_dictionary() {
+                // git's complaints before it gives up on the object.
+                let unpack = format!("error: inflate: needs dictionary (no message)\nerror: unable to unpack {id} header\n");
+                messages.write(unpack.as_bytes());
+            }
             let message = err.git_message();
             messages.write(&fatal_line(&message));
             outcome.broken_pipe = matches!(&err, CatFileError::Write(write) if write.is_broken_pipe());
