@@ -58,12 +58,15 @@ pub struct Args {
     pub rest: Vec<Vec<u8>>,
 }
 
-/// A usage error: `error: <message>` (parse-options' own) or `fatal: <message>` (`usage_msg_opt`), then the
-/// usage, exit 129.
+/// A usage error, exit 129: parse-options' own `error: <message>` (alone, or with the usage after an unknown
+/// option), or `fatal: <message>` (`usage_msg_opt`) and the usage.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UsageError {
     #[error("error: {0}")]
     Error(String),
+    /// An unknown option or switch: the message and the usage.
+    #[error("error: {0}")]
+    Unknown(String),
     #[error("fatal: {0}")]
     Fatal(String),
     /// `-h`: the usage on stdout.
@@ -125,7 +128,8 @@ Emit object (blob or tree) with conversion or filter (stand-alone, or with batch
 
 ";
 
-/// What `-h` prints: the same, but for one line (git shows the alias's argument only after a first pass).
+/// What `-h` and an unknown option print: the same, but for one line (git shows the alias's argument only once
+/// parsing is over).
 pub fn help() -> String {
     USAGE.replacen("--[no-]mailmap ...    ", "--[no-]mailmap        ", 1)
 }
@@ -177,7 +181,7 @@ impl Args {
             b'z' => self.nul_input = true,
             b'Z' => self.nul = true,
             b'h' => return Err(UsageError::Help),
-            other => return Err(error(format!("unknown switch `{}'", other as char))),
+            other => return Err(UsageError::Unknown(format!("unknown switch `{}'", other as char))),
         }
         Ok(())
     }
@@ -222,7 +226,7 @@ impl Args {
                     "use-mailmap" | "mailmap" => &mut self.mailmap,
                     "follow-symlinks" => &mut self.follow_symlinks,
                     "unordered" => &mut self.unordered,
-                    _ => return Err(error(format!("unknown option `{name}'"))),
+                    _ => return Err(UsageError::Unknown(format!("unknown option `{name}'"))),
                 };
                 *target = !negated && flag(&value)?;
                 Ok(())
@@ -270,8 +274,8 @@ mod tests {
             parse_str(&["-t", "-p"]).unwrap_err(),
             UsageError::Error("options '-p' and '-t' cannot be used together".into())
         );
-        assert_eq!(parse_str(&["-q"]).unwrap_err(), UsageError::Error("unknown switch `q'".into()));
-        assert_eq!(parse_str(&["--bogus"]).unwrap_err(), UsageError::Error("unknown option `bogus'".into()));
+        assert_eq!(parse_str(&["-q"]).unwrap_err(), UsageError::Unknown("unknown switch `q'".into()));
+        assert_eq!(parse_str(&["--bogus"]).unwrap_err(), UsageError::Unknown("unknown option `bogus'".into()));
         assert_eq!(parse_str(&["--", "-p"]).unwrap().rest, vec![b"-p".to_vec()]);
     }
 }

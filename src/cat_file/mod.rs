@@ -185,7 +185,8 @@ pub fn run(
         Err(err) => {
             if let Some(id) = err.needs_dictionary() {
                 // git's complaints before it gives up on the object.
-                let unpack = format!("error: inflate: needs dictionary (no message)\nerror: unable to unpack {id} header\n");
+                let unpack =
+                    format!("error: inflate: needs dictionary (no message)\nerror: unable to unpack {id} header\n");
                 messages.write(unpack.as_bytes());
             }
             let message = err.git_message();
@@ -234,11 +235,9 @@ fn usage(err: UsageError, io: &Io<'_>) -> Outcome {
             (code, format!("{err}\n"))
         }
         UsageError::Usage => (129, args::USAGE.to_owned()),
-        UsageError::Short(_) => (129, format!("{err}\n")),
-        UsageError::Error(_) | UsageError::Fatal(_) => {
-            let separator = if matches!(err, UsageError::Fatal(_)) { "\n\n" } else { "\n" };
-            (129, format!("{err}{separator}{}", args::USAGE))
-        }
+        UsageError::Short(_) | UsageError::Error(_) => (129, format!("{err}\n")),
+        UsageError::Unknown(_) => (129, format!("{err}\n{}", args::help())),
+        UsageError::Fatal(_) => (129, format!("{err}\n\n{}", args::USAGE)),
     };
     stderr.message(text.as_bytes());
     let first_line = text.lines().next().unwrap_or_default();
