@@ -14,9 +14,9 @@ use super::mailmap::{Mailmap, parse_maybe_bool};
 use super::names::{NameError, Names};
 use super::{CatFileError, Io, Outcome, Repo};
 use crate::engine::{Engine, Target};
-use crate::repo::MailmapConfig;
 use crate::fatal::Bytes;
 use crate::line_reader::LineReader;
+use crate::repo::MailmapConfig;
 use crate::response::encode::Response;
 use crate::store::{ObjectId, Place, Resolver};
 
@@ -283,7 +283,11 @@ impl Batch<'_, '_, '_, '_> {
         let store = self.names.store;
         if unordered {
             let mut objects = Vec::new();
-            store.for_each_object_unordered(|id, place| objects.push((id, place)));
+            match self.settings.filter {
+                // git walks a pack bitmap to filter, which changes the order.
+                Some(_) => store.for_each_object_bitmap_first(|id, place| objects.push((id, place))),
+                None => store.for_each_object_unordered(|id, place| objects.push((id, place))),
+            }
             for (id, place) in objects {
                 self.check_interrupted()?;
                 self.count();
