@@ -109,7 +109,9 @@ impl ObjectJob<'_> {
             }
         }
         let mut object = None;
-        if let Some(found) = info.as_mut().filter(|found| self.mailmap && matches!(found.kind, Kind::Commit | Kind::Tag)) {
+        if let Some(found) =
+            info.as_mut().filter(|found| self.mailmap && matches!(found.kind, Kind::Commit | Kind::Tag))
+        {
             // git reads the object to give the size of what --batch would print.
             let data = self.mapped(self.read(worker)?);
             found.size = data.len() as u64;

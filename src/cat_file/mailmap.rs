@@ -222,8 +222,10 @@ mod tests {
     #[test]
     fn header_idents_are_rewritten_and_nothing_else() {
         let map = mailmap(b"Proper <proper@x> <old@x>\nOther <other@x> Named <named@x>\n");
-        let commit = b"tree 1\nauthor A U Thor <OLD@x> 1 +0000\ncommitter Named  <named@x> 2 +0000\n\nauthor x <old@x>\n";
-        let expected = b"tree 1\nauthor Proper <proper@x> 1 +0000\ncommitter Other <other@x> 2 +0000\n\nauthor x <old@x>\n";
+        let commit =
+            b"tree 1\nauthor A U Thor <OLD@x> 1 +0000\ncommitter Named  <named@x> 2 +0000\n\nauthor x <old@x>\n";
+        let expected =
+            b"tree 1\nauthor Proper <proper@x> 1 +0000\ncommitter Other <other@x> 2 +0000\n\nauthor x <old@x>\n";
         assert_eq!(map.apply(Kind::Commit, commit).as_deref(), Some(&expected[..]));
         assert_eq!(map.apply(Kind::Blob, commit), None);
         assert_eq!(map.apply(Kind::Commit, b"author Nobody <no@x> 1 +0000\n"), None);
@@ -249,6 +251,9 @@ mod tests {
     #[test]
     fn a_name_only_entry_keeps_the_email_as_written() {
         let map = mailmap(b"Proper <old@x>\n");
-        assert_eq!(map.apply(Kind::Tag, b"tagger T <OLD@X> 1 +0000\n").as_deref(), Some(&b"tagger Proper <OLD@X> 1 +0000\n"[..]));
+        assert_eq!(
+            map.apply(Kind::Tag, b"tagger T <OLD@X> 1 +0000\n").as_deref(),
+            Some(&b"tagger Proper <OLD@X> 1 +0000\n"[..])
+        );
     }
 }

@@ -42,7 +42,9 @@ pub(crate) fn run(
             let mut size = info.size;
             if let Some(mailmap) = mailmap.filter(|_| matches!(info.kind, Kind::Commit | Kind::Tag)) {
                 // The size of what `-p` would print.
-                let object = store.read(&id, names.resolver)?.ok_or_else(|| CatFileError::git("git cat-file: could not get object info"))?;
+                let object = store
+                    .read(&id, names.resolver)?
+                    .ok_or_else(|| CatFileError::git("git cat-file: could not get object info"))?;
                 size = mailmap.apply(object.kind, &object.data).map_or(size, |data| data.len() as u64);
             }
             out.push(format!("{size}\n").into_bytes());

@@ -32,7 +32,8 @@ pub(super) fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), D
     let mut zlib = Decompress::new(true);
     // The header is at most "<type> <20 digits>\0": 32 bytes is enough to see its NUL.
     let mut head = Vec::with_capacity(32);
-    let status = zlib.decompress_vec(compressed, &mut head, FlushDecompress::None).map_err(|_| zlib_damage(compressed))?;
+    let status =
+        zlib.decompress_vec(compressed, &mut head, FlushDecompress::None).map_err(|_| zlib_damage(compressed))?;
     let nul = memchr::memchr(0, &head).ok_or(Damage::LooseHeader)?;
     let (kind, size, header_len) = gix_object::decode::loose_header(&head[..=nul]).map_err(|_| Damage::LooseHeader)?;
     if size > limit {
@@ -72,7 +73,10 @@ pub(super) fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), D
 pub(super) fn zlib_damage(compressed: &[u8]) -> Damage {
     match compressed {
         [cmf, flg, _, _, _, _, ..]
-            if (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0 && cmf & 0x0f == 8 && cmf >> 4 <= 7 && flg & 0x20 != 0 =>
+            if (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0
+                && cmf & 0x0f == 8
+                && cmf >> 4 <= 7
+                && flg & 0x20 != 0 =>
         {
             Damage::ZlibDictionary
         }
