@@ -384,6 +384,17 @@ fn usage_is_that_of_git_255() {
     }
 }
 
+// parse-options' own errors are the message alone, in 2.47 as in 2.55; only an unknown option adds the usage.
+#[test]
+fn option_errors_are_the_message_alone() {
+    let dir = mailmap_repo();
+    for args in
+        [&["--path"][..], &["--batch", "--batch-check"], &["-t", "-p", "main"], &["--buffer=x"], &["--unordered=1"]]
+    {
+        same_everywhere(&dir, args, b"", &[]);
+    }
+}
+
 // Without %(rest) the whole line is the name, spaces and all (t1006 checks it with an index path, which
 // cat-blobd does not read; a tree path is the same rule).
 #[test]

@@ -206,7 +206,7 @@ impl Args {
             }
             "filter" => {
                 let spec = value.expect("parse gives `--filter` its value");
-                self.filter = self.filter.add(&spec).map_err(|err| UsageError::Die(err.0))?;
+                self.filter = self.filter.with(&spec).map_err(|err| UsageError::Die(err.0))?;
                 Ok(())
             }
             "no-filter" => flag(&value).map(|_| self.filter = FilterSpec::None),

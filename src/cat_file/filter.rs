@@ -51,7 +51,7 @@ pub struct SpecError(pub String);
 
 impl FilterSpec {
     /// One more `--filter=<spec>`: a second filter makes a `combine:` one (git's `parse_list_objects_filter`).
-    pub fn add(self, spec: &[u8]) -> Result<FilterSpec, SpecError> {
+    pub fn with(self, spec: &[u8]) -> Result<FilterSpec, SpecError> {
         let parsed = parse(c_str(spec))?;
         Ok(match self {
             FilterSpec::None => parsed,
@@ -146,7 +146,7 @@ mod tests {
     use super::*;
 
     fn spec(text: &str) -> Result<FilterSpec, String> {
-        FilterSpec::None.add(text.as_bytes()).map_err(|err| err.0)
+        FilterSpec::None.with(text.as_bytes()).map_err(|err| err.0)
     }
 
     #[test]
@@ -160,7 +160,7 @@ mod tests {
         assert_eq!(spec("object:type=Blob"), Err("'Blob' for 'object:type=<type>' is not a valid object type".into()));
         assert_eq!(spec("combine:a~b"), Err("must escape char in sub-filter-spec: '~'".into()));
         assert_eq!(spec("combine:blob%3Axyz"), Err("invalid filter-spec 'blob:xyz'".into()));
-        let twice = FilterSpec::None.add(b"blob:none").and_then(|spec| spec.add(b"blob:none"));
+        let twice = FilterSpec::None.with(b"blob:none").and_then(|spec| spec.with(b"blob:none"));
         assert_eq!(twice, Ok(FilterSpec::Refused("combine")));
     }
 

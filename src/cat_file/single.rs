@@ -23,30 +23,22 @@ pub(crate) fn run(
     let info = || -> Result<Info, CatFileError> {
         store.info(&id, false)?.ok_or_else(|| CatFileError::git("git cat-file: could not get object info"))
     };
-    if let Err(ReadError { damage: Damage::UnknownType { header_too_long: true, .. }, .. }) = store.info(&id, false) {
-        if matches!(args.mode, Some(CmdMode::Type | CmdMode::Size | CmdMode::Print)) {
-            // git reads 32 header bytes at most.
-            let message = format!("error: header for {id} too long, exceeds 32 bytes\n");
-            names.messages.write(message.as_bytes());
-            return Err(match args.mode {
-                Some(CmdMode::Type | CmdMode::Size) => CatFileError::git("git cat-file: could not get object info"),
-                _ => CatFileError::git(format!("Not a valid object name {}", Bytes(name))),
-            });
-        }
+    if let Err(ReadError { damage: Damage::UnknownType { header_too_long: true, .. }, .. }) = store.info(&id, false)
+        && matches!(args.mode, Some(CmdMode::Type | CmdMode::Size | CmdMode::Print))
+    {
+        // git reads 32 header bytes at most.
+        let message = format!("error: header for {id} too long, exceeds 32 bytes\n");
+        names.messages.write(message.as_bytes());
+        return Err(match args.mode {
+            Some(CmdMode::Type | CmdMode::Size) => CatFileError::git("git cat-file: could not get object info"),
+            _ => CatFileError::git(format!("Not a valid object name {}", Bytes(name))),
+        });
     }
     match args.mode {
         Some(CmdMode::Exists) => return Ok(if store.exists(&id)? { 0 } else { 1 }),
         Some(CmdMode::Type) => out.push(format!("{}\n", info()?.kind).into_bytes()),
         Some(CmdMode::Size) => {
-            let info = info()?;
-            let mut size = info.size;
-            if let Some(mailmap) = mailmap.filter(|_| matches!(info.kind, Kind::Commit | Kind::Tag)) {
-                // The size of what `-p` would print.
-                let object = store
-                    .read(&id, names.resolver)?
-                    .ok_or_else(|| CatFileError::git("git cat-file: could not get object info"))?;
-                size = mailmap.apply(object.kind, &object.data).map_or(size, |data| data.len() as u64);
-            }
+            let size = mapped_size(&mut names, id, info()?, mailmap)?;
             out.push(format!("{size}\n").into_bytes());
         }
         Some(CmdMode::Print) => {
@@ -72,6 +64,21 @@ pub(crate) fn run(
         }
     }
     Ok(0)
+}
+
+/// `-s`: the size from the header, or with the mailmap on, that of the commit or tag `-p` would print.
+fn mapped_size(
+    names: &mut Names<'_>,
+    id: ObjectId,
+    info: Info,
+    mailmap: Option<&Mailmap>,
+) -> Result<u64, CatFileError> {
+    let Some(mailmap) = mailmap.filter(|_| matches!(info.kind, Kind::Commit | Kind::Tag)) else { return Ok(info.size) };
+    let object = names
+        .store
+        .read(&id, names.resolver)?
+        .ok_or_else(|| CatFileError::git("git cat-file: could not get object info"))?;
+    Ok(mailmap.apply(object.kind, &object.data).map_or(info.size, |data| data.len() as u64))
 }
 
 /// An object's content for stdout, with the mailmap applied if there is one.
