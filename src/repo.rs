@@ -62,8 +62,8 @@ pub struct Repository {
     pub config: Config,
 }
 
-/// The configuration values git fast-import's read side honours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The configuration values git fast-import's read side and cat-file honour.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// `core.quotePath` (default true): quote bytes ≥ 0x80 in printed paths.
     pub quote_path: bool,
@@ -73,6 +73,20 @@ pub struct Config {
     pub use_replace_refs: bool,
     /// `core.bigFileThreshold` (default 512 MiB): blobs larger than this are streamed, not held whole.
     pub big_file_threshold: u64,
+    /// Where `cat-file --use-mailmap` reads the mailmap from.
+    pub mailmap: MailmapConfig,
+}
+
+/// `mailmap.file`, `mailmap.blob` and whether the repository is bare (then the blob defaults to
+/// `HEAD:.mailmap`, and no `.mailmap` file is read from the current directory).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MailmapConfig {
+    /// `mailmap.file`, with a leading `~/` expanded as git expands a pathname.
+    pub file: Option<PathBuf>,
+    /// `mailmap.blob`: an object name.
+    pub blob: Option<Vec<u8>>,
+    /// `core.bare`; unset: the git directory is not named `.git`.
+    pub bare: bool,
 }
 
 impl Default for Config {
@@ -82,6 +96,7 @@ impl Default for Config {
             ignore_case: false,
             use_replace_refs: true,
             big_file_threshold: crate::store::DEFAULT_BIG_FILE_THRESHOLD,
+            mailmap: MailmapConfig::default(),
         }
     }
 }
@@ -214,7 +229,20 @@ fn read_config(git_dir: &Path, common_dir: &Path, env: &Environment) -> Result<C
             Ok(None) => crate::store::DEFAULT_BIG_FILE_THRESHOLD,
             Err(err) => return Err(error(&common_dir.join("config"), &err)),
         },
+        mailmap: MailmapConfig {
+            file: config.string("mailmap.file").map(|path| expand_home(&path, home.as_deref())),
+            blob: config.string("mailmap.blob").map(|name| name.to_vec()),
+            bare: flag("core.bare", git_dir.file_name() != Some(OsStr::new(".git")))?,
+        },
     })
+}
+
+/// git's pathname config values: a leading `~/` is the home directory.
+fn expand_home(path: &[u8], home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix(b"~/"), home) {
+        (Some(rest), Some(home)) => home.join(OsStr::from_bytes(rest)),
+        _ => PathBuf::from(OsStr::from_bytes(path)),
+    }
 }
 
 /// `extensions.worktreeConfig` in the repository's own config turns on `config.worktree`.

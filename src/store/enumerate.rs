@@ -7,7 +7,7 @@ use std::sync::Arc;
 use gix_hash::Prefix;
 
 use super::info::{Place, Where};
-use super::{ObjectId, Store};
+use super::{Kind, ObjectId, Store};
 
 /// What an abbreviated id names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +38,41 @@ impl Store {
                 each(id, place);
             }
         });
+    }
+
+    /// Every object once in the order git 2.55 lists them with an objects filter (`batch_each_object`): loose
+    /// objects, then those of the first pack with a bitmap (commits, trees, blobs, tags, each by offset: the
+    /// bitmap's walk), then the other packs as [`Self::for_each_object_unordered`] has them. Without a pack
+    /// bitmap, that order. (A multi-pack-index bitmap, which git would walk instead, is not read.)
+    pub(crate) fn for_each_object_bitmap_first(&self, mut each: impl FnMut(ObjectId, Place)) {
+        let mut all = Vec::new();
+        self.for_each_object(|id, place| all.push((id, place)));
+        let is_bitmapped = |pack: &Arc<super::pack::Pack>| pack.pack_path.with_extension("bitmap").is_file();
+        let bitmapped = all.iter().find_map(|(_, place)| match &place.0 {
+            Where::Packed(pack, _) if is_bitmapped(pack) => Some(pack.id),
+            _ => None,
+        });
+        if let Some(bitmapped) = bitmapped {
+            let in_bitmap = |place: &Place| matches!(&place.0, Where::Packed(pack, _) if pack.id == bitmapped);
+            let rank = |id: &ObjectId, place: &Place| {
+                let kind = self.info_at(id, place, false).map(|info| info.kind);
+                [Kind::Commit, Kind::Tree, Kind::Blob, Kind::Tag].iter().position(|k| kind.as_ref().ok() == Some(k))
+            };
+            let first_packed =
+                all.iter().position(|(_, place)| matches!(place.0, Where::Packed(..))).unwrap_or(all.len());
+            let (mut bitmap, others): (Vec<_>, Vec<_>) =
+                all.split_off(first_packed).into_iter().partition(|(_, place)| in_bitmap(place));
+            // A stable sort: within a type, the pack's order.
+            bitmap.sort_by_cached_key(|(id, place)| rank(id, place));
+            all.extend(bitmap);
+            all.extend(others);
+        }
+        let mut seen = HashSet::new();
+        for (id, place) in all {
+            if seen.insert(id) {
+                each(id, place);
+            }
+        }
     }
 
     fn for_each_object(&self, mut each: impl FnMut(ObjectId, Place)) {

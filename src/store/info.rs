@@ -217,7 +217,10 @@ fn loose_info(path: &Path) -> Result<Info, Damage> {
     // Deflate never takes more than a few bytes per output byte of a header, plus the zlib header.
     let mut compressed = Vec::with_capacity(256);
     file.by_ref().take(256).read_to_end(&mut compressed).map_err(|err| Damage::Io(Arc::new(err)))?;
-    let mut head = inflate_head(&compressed, LOOSE_HEADER_MAX)?;
+    let mut head = inflate_head(&compressed, LOOSE_HEADER_MAX).map_err(|damage| match damage {
+        Damage::Zlib => loose::zlib_damage(&compressed),
+        other => other,
+    })?;
     let too_long = memchr::memchr(0, &head).is_none() && head.len() == LOOSE_HEADER_MAX;
     if too_long {
         // Only an unknown type can be this long: read on to its end, as git's --allow-unknown-type does.

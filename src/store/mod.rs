@@ -69,6 +69,9 @@ pub enum Damage {
     Truncated,
     #[error("corrupt zlib stream")]
     Zlib,
+    /// A loose object's zlib stream that asks for a preset dictionary, as git names it.
+    #[error("inflate: needs dictionary")]
+    ZlibDictionary,
     #[error("inflates to {} the declared {declared} bytes", actual.map_or("more than".into(), |n| format!("{n} bytes instead of")))]
     SizeMismatch { declared: u64, actual: Option<u64> },
     #[error("declares {declared} bytes, more than {compressed} bytes of zlib data can hold")]
