@@ -132,17 +132,7 @@ impl PackIndex {
 
     /// The position of `id`, if the index lists it.
     pub(crate) fn lookup(&self, id: &oid) -> Option<u32> {
-        let wanted = id.as_bytes();
-        let Range { mut start, mut end } = self.fan_range(wanted[0]);
-        while start < end {
-            let middle = start + (end - start) / 2;
-            match self.oid_at(middle).as_bytes().cmp(wanted) {
-                Ordering::Less => start = middle + 1,
-                Ordering::Greater => end = middle,
-                Ordering::Equal => return Some(middle),
-            }
-        }
-        None
+        search(self.fan_range(id.as_bytes()[0]), id, |position| self.oid_at(position))
     }
 
     /// The positions of every id that starts with `prefix`.
@@ -177,6 +167,34 @@ impl PackIndex {
             _ => Err(IndexError::LargeOffset(self.path.clone())),
         }
     }
+}
+
+/// Where `id` is among the sorted ids of `range` (`id_at` gives each). Ids are compared by their first 8 bytes as
+/// one number, and byte by byte only when those are equal: a `memcmp` call per step was a quarter of
+/// `--batch-check`'s CPU on a multi-pack-index of 849k objects (gix-pack's lookups compare slices).
+pub(crate) fn search<'a>(range: Range<u32>, id: &oid, id_at: impl Fn(u32) -> &'a oid) -> Option<u32> {
+    let wanted = id.as_bytes();
+    let key = prefix_number(wanted);
+    let Range { mut start, mut end } = range;
+    while start < end {
+        let middle = start + (end - start) / 2;
+        let here = id_at(middle).as_bytes();
+        let order = match prefix_number(here).cmp(&key) {
+            Ordering::Equal => here.cmp(wanted),
+            unequal => unequal,
+        };
+        match order {
+            Ordering::Less => start = middle + 1,
+            Ordering::Greater => end = middle,
+            Ordering::Equal => return Some(middle),
+        }
+    }
+    None
+}
+
+/// The first 8 bytes of an id (every hash has more) as a big-endian number: ordered as the bytes are.
+fn prefix_number(id: &[u8]) -> u64 {
+    u64::from_be_bytes(id[..8].try_into().expect("ids are longer than 8 bytes"))
 }
 
 /// The first position of `range` for which `is_before` is false (it is true for a prefix of the range).
