@@ -5,6 +5,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, BufRead, Read, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -195,7 +196,8 @@ pub fn blobs(fixture: Fixture) -> Vec<String> {
     all_objects(fixture).into_iter().filter(|(_, ty)| ty == "blob").map(|(id, _)| id).collect()
 }
 
-/// Removes every `GIT_*` variable the test process may have inherited and pins git's configuration.
+/// Removes every `GIT_*` variable the test process may have inherited and pins git's configuration. With
+/// `CAT_BLOBD_TEST_GIT` set, `git` in the command's PATH is that git (see [`test_git_path`]).
 pub fn clean_git_env(cmd: &mut Command) {
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("GIT_") {
@@ -203,6 +205,53 @@ pub fn clean_git_env(cmd: &mut Command) {
         }
     }
     cmd.env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null").env("LC_ALL", "C").env("LANG", "C");
+    if let Some(path) = test_git_path() {
+        cmd.env("PATH", path);
+    }
+}
+
+/// `CAT_BLOBD_TEST_GIT=<path to a git binary>`: the git every test runs in place of `git` on PATH, as the oracle
+/// and as cat-blobd's write-through child alike (both find `git` on the PATH [`clean_git_env`] sets). Fixture
+/// scripts keep the installed git. Returns that PATH: a directory whose `git` is the chosen binary, first.
+pub fn test_git_path() -> Option<&'static OsStr> {
+    static PATH: OnceLock<Option<OsString>> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let git = fs::canonicalize(std::env::var_os("CAT_BLOBD_TEST_GIT")?)
+            .unwrap_or_else(|err| panic!("CAT_BLOBD_TEST_GIT: {err}"));
+        let dir =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("test-git-{:016x}", fnv1a(git.as_os_str().as_bytes())));
+        fs::create_dir_all(&dir).expect("create the test git's directory");
+        match std::os::unix::fs::symlink(&git, dir.join("git")) {
+            Err(err) if err.kind() != io::ErrorKind::AlreadyExists => panic!("link {}: {err}", git.display()),
+            _ => {}
+        }
+        let mut path = dir.into_os_string();
+        if let Some(inherited) = std::env::var_os("PATH") {
+            path.push(":");
+            path.push(inherited);
+        }
+        Some(path)
+    })
+    .as_deref()
+}
+
+/// git 2.52 wrote its fast-import messages with a lower-case first letter, as cat-blobd does (it answers as the
+/// newest git); against an older git, messages are compared ignoring ASCII case, and exactly otherwise.
+pub fn messages_differ_in_case() -> bool {
+    test_git_version() < (2, 52)
+}
+
+/// The (major, minor) version of the git the tests compare with (`git version` through [`clean_git_env`]).
+pub fn test_git_version() -> (u32, u32) {
+    static VERSION: OnceLock<(u32, u32)> = OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let mut cmd = Command::new("git");
+        clean_git_env(&mut cmd);
+        let out = cmd.arg("version").stdin(Stdio::null()).output().expect("git version");
+        let text = String::from_utf8(out.stdout).expect("ASCII");
+        let mut numbers = text.trim_start_matches("git version ").split('.').map(|n| n.trim().parse().unwrap_or(0));
+        (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0))
+    })
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -521,8 +570,9 @@ pub fn assert_fatal_naming(what: &str, ours: &Output, id: &str, place: &str) {
 }
 
 /// The differential check: same exit status, same fd-3 bytes, same stdout bytes, and the same first stderr line
-/// ignoring ASCII case (git 2.47 capitalises its messages, cat-blobd uses git ≥ 2.52 wording). When git wrote
-/// nothing on stderr, cat-blobd must not either; when git died, cat-blobd prints exactly one `fatal:` line.
+/// (ignoring ASCII case against a git before 2.52, which capitalises its messages: cat-blobd uses the newest
+/// wording, see [`messages_differ_in_case`]). When git wrote nothing on stderr, cat-blobd must not either; when
+/// git died, cat-blobd prints exactly one `fatal:` line.
 #[track_caller]
 pub fn assert_same_as_git(what: &str, git: &Output, ours: &Output) {
     let ours_text = escape(&ours.stderr);
@@ -539,9 +589,13 @@ pub fn assert_same_as_git(what: &str, git: &Output, ours: &Output) {
     if git.stderr.is_empty() {
         assert!(ours.stderr.is_empty(), "{what}: git printed nothing on stderr, cat-blobd printed: {ours_text}");
     } else {
+        let (git_line, our_line) = (git.first_stderr_line(), ours.first_stderr_line());
+        let same =
+            if messages_differ_in_case() { git_line.eq_ignore_ascii_case(our_line) } else { git_line == our_line };
         assert!(
-            git.first_stderr_line().eq_ignore_ascii_case(ours.first_stderr_line()),
-            "{what}: first stderr line differs (ignoring ASCII case)\n  git:       {}\n  cat-blobd: {}",
+            same,
+            "{what}: first stderr line differs (ignoring ASCII case: {})\n  git:       {}\n  cat-blobd: {}",
+            messages_differ_in_case(),
             escape(git.first_stderr_line()),
             escape(ours.first_stderr_line())
         );
