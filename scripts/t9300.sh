@@ -3,7 +3,7 @@
 # with every `git fast-import` routed to cat-blobd (which hands writing commands to that same git). Prints both
 # summaries and the cases that pass with git alone but fail through cat-blobd.
 #
-# usage: scripts/t9300.sh [--git <git binary>] <git source tree> [cat-blobd binary]
+# usage: scripts/t9300.sh [--git <git binary>] [--test <script>] <git source tree> [cat-blobd binary]
 #
 # --git: the git to compare with (default: `git` on PATH), installed or built in a source tree, e.g.
 #   /work/git-src/v2.55.0/git; a git that was not installed runs its builtins from its build directory. Use the
@@ -12,14 +12,18 @@
 #   make -C <tree> NO_CURL=1 NO_EXPAT=1 NO_GETTEXT=1 NO_TCLTK=1 NO_PYTHON=1 t/helper/test-tool GIT-BUILD-OPTIONS &&
 #   make -C <tree>/templates
 # (about ten minutes; in a tree where git was built, repeat the flags of that build so nothing else rebuilds).
+# --test: another of the tree's fast-import test scripts, e.g. t9305-fast-import-signatures.sh (git >= 2.50).
 # git's test files are used in place and never copied here.
 set -eu
 
-git_arg=
-if test "${1:-}" = --git; then
-	git_arg=${2:?--git needs a path}
-	shift 2
-fi
+git_arg= test_script=t9300-fast-import.sh
+while test $# -gt 0; do
+	case "$1" in
+	--git) git_arg=${2:?--git needs a path}; shift 2 ;;
+	--test) test_script=${2:?--test needs a test script name}; shift 2 ;;
+	*) break ;;
+	esac
+done
 src=$(cd "${1:?usage: $0 [--git <git>] <git source tree> [cat-blobd]}" && pwd)
 here=$(cd "$(dirname "$0")/.." && pwd)
 cat_blobd=$(realpath "${2:-$here/target/release/cat-blobd}")
@@ -33,7 +37,8 @@ GIT_TEST_EXEC_PATH=$exec_path
 export GIT_TEST_EXEC_PATH
 
 test -x "$src/t/helper/test-tool" || { echo "build $src/t/helper/test-tool first (see the top of $0)" >&2; exit 2; }
-echo "git: $("$real_git" version) ($real_git); tests: $src"
+test -f "$src/t/$test_script" || { echo "no $src/t/$test_script" >&2; exit 2; }
+echo "git: $("$real_git" version) ($real_git); tests: $src/t/$test_script"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -72,7 +77,7 @@ done
 run() {
 	label=$1 installed=$2
 	(cd "$src/t" && GIT_TEST_INSTALLED=$installed TEST_OUTPUT_DIRECTORY="$work/$label" \
-		sh ./t9300-fast-import.sh -v 2>&1) >"$work/$label.log" || true
+		sh "./$test_script" -v 2>&1) >"$work/$label.log" || true
 	grep -E '^(ok|not ok) [0-9]+ ' "$work/$label.log" >"$work/$label.raw" || true
 	sed 's/ # .*//' "$work/$label.raw" >"$work/$label.results"
 	printf '%s: %s ok (%s of them skipped), %s not ok\n' "$label" "$(grep -c '^ok' "$work/$label.results")" \
