@@ -12,6 +12,8 @@
 #   make -C <tree> NO_CURL=1 NO_EXPAT=1 NO_GETTEXT=1 NO_TCLTK=1 NO_PYTHON=1 t/helper/test-tool GIT-BUILD-OPTIONS &&
 #   make -C <tree>/templates
 # (about ten minutes; in a tree where git was built, repeat the flags of that build so nothing else rebuilds).
+# For a git that was not installed, also build the scripts t9300 runs (`git submodule`):
+#   make -C <tree> <same flags> git-submodule git-sh-setup git-sh-i18n
 # --test: another of the tree's fast-import test scripts, e.g. t9305-fast-import-signatures.sh (git >= 2.50).
 # git's test files are used in place and never copied here.
 set -eu
