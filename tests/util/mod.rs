@@ -5,7 +5,6 @@ use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, BufRead, Read, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -14,6 +13,9 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 pub mod case;
+mod test_git;
+
+pub use test_git::{messages_differ_in_case, test_git_path, test_git_version};
 
 /// The binary under test.
 pub const CAT_BLOBD: &str = env!("CARGO_BIN_EXE_cat-blobd");
@@ -208,50 +210,6 @@ pub fn clean_git_env(cmd: &mut Command) {
     if let Some(path) = test_git_path() {
         cmd.env("PATH", path);
     }
-}
-
-/// `CAT_BLOBD_TEST_GIT=<path to a git binary>`: the git every test runs in place of `git` on PATH, as the oracle
-/// and as cat-blobd's write-through child alike (both find `git` on the PATH [`clean_git_env`] sets). Fixture
-/// scripts keep the installed git. Returns that PATH: a directory whose `git` is the chosen binary, first.
-pub fn test_git_path() -> Option<&'static OsStr> {
-    static PATH: OnceLock<Option<OsString>> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let git = fs::canonicalize(std::env::var_os("CAT_BLOBD_TEST_GIT")?)
-            .unwrap_or_else(|err| panic!("CAT_BLOBD_TEST_GIT: {err}"));
-        let dir =
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("test-git-{:016x}", fnv1a(git.as_os_str().as_bytes())));
-        fs::create_dir_all(&dir).expect("create the test git's directory");
-        match std::os::unix::fs::symlink(&git, dir.join("git")) {
-            Err(err) if err.kind() != io::ErrorKind::AlreadyExists => panic!("link {}: {err}", git.display()),
-            _ => {}
-        }
-        let mut path = dir.into_os_string();
-        if let Some(inherited) = std::env::var_os("PATH") {
-            path.push(":");
-            path.push(inherited);
-        }
-        Some(path)
-    })
-    .as_deref()
-}
-
-/// git 2.52 wrote its fast-import messages with a lower-case first letter, as cat-blobd does (it answers as the
-/// newest git); against an older git, messages are compared ignoring ASCII case, and exactly otherwise.
-pub fn messages_differ_in_case() -> bool {
-    test_git_version() < (2, 52)
-}
-
-/// The (major, minor) version of the git the tests compare with (`git version` through [`clean_git_env`]).
-pub fn test_git_version() -> (u32, u32) {
-    static VERSION: OnceLock<(u32, u32)> = OnceLock::new();
-    *VERSION.get_or_init(|| {
-        let mut cmd = Command::new("git");
-        clean_git_env(&mut cmd);
-        let out = cmd.arg("version").stdin(Stdio::null()).output().expect("git version");
-        let text = String::from_utf8(out.stdout).expect("ASCII");
-        let mut numbers = text.trim_start_matches("git version ").split('.').map(|n| n.trim().parse().unwrap_or(0));
-        (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0))
-    })
 }
 
 // ---------------------------------------------------------------------------------------------------------------
