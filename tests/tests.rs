@@ -6,6 +6,7 @@ mod cat_file_255;
 mod clients;
 mod corrupt;
 mod differential;
+mod fast_import_255;
 mod file_args;
 mod fuzz_replay;
 mod generated;

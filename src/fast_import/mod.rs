@@ -459,8 +459,8 @@ impl<'a> Session<'a> {
                     if self.failure { Exit::Failure } else { Exit::Success }
                 }
             },
-            Err(SessionError::Option(OptionError::Usage)) => {
-                self.message(format!("{}\n", OptionError::Usage).as_bytes());
+            Err(SessionError::Option(err @ (OptionError::Usage | OptionError::SignMode { .. }))) => {
+                self.message(format!("{err}\n").as_bytes());
                 Exit::Usage
             }
             Err(err) => {

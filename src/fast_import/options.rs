@@ -50,6 +50,9 @@ pub(crate) enum OptionError {
     /// A daemon's client of another uid asked for something that reads or writes a file with the daemon's rights.
     #[error("'{}' is not allowed over the cat-blobd daemon for another uid: it would use files with the daemon's rights", Bytes(.0))]
     FileNotAllowed(Vec<u8>),
+    /// git's `usagef` for a mode `parse_sign_mode` does not know: a usage error (exit 129), not a `fatal:`.
+    #[error("usage: unknown --{option} mode '{}'", Bytes(.mode))]
+    SignMode { option: &'static str, mode: Vec<u8> },
     /// A positional argument or `--`: git prints its usage and exits 129.
     #[error("usage: cat-blobd [--git-dir=<dir>] [--cat-blob-fd=<fd>] [git fast-import options…]")]
     Usage,
@@ -93,6 +96,41 @@ pub(crate) struct Settings {
     /// False for a daemon's client of another uid: nothing may name a file (marks, submodule rewrites, pack
     /// edges), from the flags or from the stream.
     pub may_name_files: bool,
+    /// `--signed-commits=<mode>`: what git does with a commit's `gpgsig` lines (the write-through grammar
+    /// needs to know whether git dies on one).
+    pub signed_commits: SignMode,
+}
+
+/// The modes of `--signed-commits=` and `--signed-tags=` (git 2.55's `enum sign_mode`). Signatures are git's
+/// business (write-through); cat-blobd validates the mode and follows where git stops reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SignMode {
+    Abort,
+    Verbatim,
+    WarnVerbatim,
+    WarnStrip,
+    Strip,
+    AbortIfInvalid,
+    StripIfInvalid,
+    SignIfInvalid,
+}
+
+impl SignMode {
+    /// git's `parse_sign_mode` (gpg-interface.c): `ignore` and `warn` are the old names of `verbatim` and
+    /// `warn-verbatim`; `sign-if-invalid=<keyid>` names a key (any text, empty included).
+    fn parse(mode: &[u8]) -> Option<SignMode> {
+        Some(match mode {
+            b"abort" => SignMode::Abort,
+            b"verbatim" | b"ignore" => SignMode::Verbatim,
+            b"warn-verbatim" | b"warn" => SignMode::WarnVerbatim,
+            b"warn-strip" => SignMode::WarnStrip,
+            b"strip" => SignMode::Strip,
+            b"abort-if-invalid" => SignMode::AbortIfInvalid,
+            b"strip-if-invalid" => SignMode::StripIfInvalid,
+            _ if mode == b"sign-if-invalid" || mode.starts_with(b"sign-if-invalid=") => SignMode::SignIfInvalid,
+            _ => return None,
+        })
+    }
 }
 
 impl Settings {
@@ -111,6 +149,7 @@ impl Settings {
             warnings: Vec::new(),
             relative_marks_dir,
             may_name_files: true,
+            signed_commits: SignMode::Verbatim,
         }
     }
 
@@ -246,12 +285,10 @@ impl Settings {
             self.stats = true;
         } else if option == b"allow-unsafe-features" {
             // Already applied by the early scan of the command line.
-        } else if let Some(mode) =
-            option.strip_prefix(b"signed-commits=").or_else(|| option.strip_prefix(b"signed-tags="))
-        {
-            if !matches!(mode, b"verbatim" | b"warn-verbatim" | b"warn-strip" | b"strip" | b"abort") {
-                return Ok(false);
-            }
+        } else if let Some(mode) = option.strip_prefix(b"signed-commits=") {
+            self.signed_commits = sign_mode("signed-commits", mode)?;
+        } else if let Some(mode) = option.strip_prefix(b"signed-tags=") {
+            sign_mode("signed-tags", mode)?;
         } else {
             return Ok(false);
         }
@@ -289,6 +326,12 @@ fn submodule_rewrite(arg: &[u8]) -> Result<SubmoduleRewrite, OptionError> {
     Ok(SubmoduleRewrite { name: arg[..colon].to_vec(), marks })
 }
 
+/// A `--signed-commits=`/`--signed-tags=` mode; an unknown one is git's usage error, on the command line and
+/// in an `option git` line alike.
+fn sign_mode(option: &'static str, mode: &[u8]) -> Result<SignMode, OptionError> {
+    SignMode::parse(mode).ok_or_else(|| OptionError::SignMode { option, mode: mode.to_vec() })
+}
+
 /// git's `ulong_arg`, naming `option` in its error.
 fn ulong_arg(option: &'static str, arg: &[u8]) -> Result<u64, OptionError> {
     git_compat::strtoumax::ulong_arg(arg).ok_or(OptionError::NotANonNegativeInteger(option))
@@ -324,6 +367,32 @@ mod tests {
         s.stream_feature(b"relative-marks", false).unwrap();
         s.stream_option(b"depth=10", false).unwrap();
         assert!(s.rewrite_from.is_empty() && s.export_marks.is_none());
+    }
+
+    #[test]
+    fn sign_modes_are_git_2_55s() {
+        let modes = ["abort", "verbatim", "ignore", "warn-verbatim", "warn", "warn-strip", "strip"];
+        let if_invalid =
+            ["abort-if-invalid", "strip-if-invalid", "sign-if-invalid", "sign-if-invalid=", "sign-if-invalid=K"];
+        for mode in modes.iter().chain(&if_invalid) {
+            for option in ["signed-commits", "signed-tags"] {
+                settings().stream_option(format!("{option}={mode}").as_bytes(), false).unwrap();
+                settings().apply_argv(&argv(&[&format!("--{option}={mode}")])).unwrap();
+            }
+        }
+        for (flag, option, mode) in
+            [("--signed-tags=sign", "signed-tags", "sign"), ("--signed-commits=", "signed-commits", "")]
+        {
+            let err = settings().apply_argv(&argv(&[flag])).unwrap_err();
+            assert!(
+                matches!(&err, OptionError::SignMode { option: o, mode: m } if *o == option && m == mode.as_bytes())
+            );
+        }
+        let mut s = settings();
+        s.stream_option(b"signed-commits=abort", false).unwrap();
+        assert_eq!(s.signed_commits, SignMode::Abort);
+        s.apply_argv(&argv(&["--signed-commits=strip"])).unwrap();
+        assert_eq!(s.signed_commits, SignMode::Strip, "the command line wins");
     }
 
     #[test]

@@ -13,6 +13,9 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 pub mod case;
+mod test_git;
+
+pub use test_git::{messages_differ_in_case, test_git_path, test_git_version};
 
 /// The binary under test.
 pub const CAT_BLOBD: &str = env!("CARGO_BIN_EXE_cat-blobd");
@@ -195,7 +198,8 @@ pub fn blobs(fixture: Fixture) -> Vec<String> {
     all_objects(fixture).into_iter().filter(|(_, ty)| ty == "blob").map(|(id, _)| id).collect()
 }
 
-/// Removes every `GIT_*` variable the test process may have inherited and pins git's configuration.
+/// Removes every `GIT_*` variable the test process may have inherited and pins git's configuration. With
+/// `CAT_BLOBD_TEST_GIT` set, `git` in the command's PATH is that git (see [`test_git_path`]).
 pub fn clean_git_env(cmd: &mut Command) {
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("GIT_") {
@@ -203,6 +207,9 @@ pub fn clean_git_env(cmd: &mut Command) {
         }
     }
     cmd.env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null").env("LC_ALL", "C").env("LANG", "C");
+    if let Some(path) = test_git_path() {
+        cmd.env("PATH", path);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -521,8 +528,9 @@ pub fn assert_fatal_naming(what: &str, ours: &Output, id: &str, place: &str) {
 }
 
 /// The differential check: same exit status, same fd-3 bytes, same stdout bytes, and the same first stderr line
-/// ignoring ASCII case (git 2.47 capitalises its messages, cat-blobd uses git ≥ 2.52 wording). When git wrote
-/// nothing on stderr, cat-blobd must not either; when git died, cat-blobd prints exactly one `fatal:` line.
+/// (ignoring ASCII case against a git before 2.52, which capitalises its messages: cat-blobd uses the newest
+/// wording, see [`messages_differ_in_case`]). When git wrote nothing on stderr, cat-blobd must not either; when
+/// git died, cat-blobd prints exactly one `fatal:` line.
 #[track_caller]
 pub fn assert_same_as_git(what: &str, git: &Output, ours: &Output) {
     let ours_text = escape(&ours.stderr);
@@ -539,9 +547,13 @@ pub fn assert_same_as_git(what: &str, git: &Output, ours: &Output) {
     if git.stderr.is_empty() {
         assert!(ours.stderr.is_empty(), "{what}: git printed nothing on stderr, cat-blobd printed: {ours_text}");
     } else {
+        let (git_line, our_line) = (git.first_stderr_line(), ours.first_stderr_line());
+        let same =
+            if messages_differ_in_case() { git_line.eq_ignore_ascii_case(our_line) } else { git_line == our_line };
         assert!(
-            git.first_stderr_line().eq_ignore_ascii_case(ours.first_stderr_line()),
-            "{what}: first stderr line differs (ignoring ASCII case)\n  git:       {}\n  cat-blobd: {}",
+            same,
+            "{what}: first stderr line differs (ignoring ASCII case: {})\n  git:       {}\n  cat-blobd: {}",
+            messages_differ_in_case(),
             escape(git.first_stderr_line()),
             escape(ours.first_stderr_line())
         );

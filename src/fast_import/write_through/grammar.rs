@@ -60,11 +60,13 @@ enum State {
 #[derive(Debug)]
 pub(crate) struct WriteCommand {
     state: State,
+    /// `--signed-commits=abort`: git dies on a commit's first `gpgsig` line.
+    abort_on_signature: bool,
 }
 
 impl WriteCommand {
-    /// The command that `line` starts, if it is a writing command.
-    pub(crate) fn start(line: &[u8]) -> Option<WriteCommand> {
+    /// The command that `line` starts, if it is a writing command; `abort_on_signature` as above.
+    pub(crate) fn start(line: &[u8], abort_on_signature: bool) -> Option<WriteCommand> {
         let state = if line.starts_with(b"commit ") {
             State::CommitHeader { stage: 0, signature_next: false }
         } else if line.starts_with(b"tag ") {
@@ -76,7 +78,7 @@ impl WriteCommand {
         } else {
             return None;
         };
-        Some(WriteCommand { state })
+        Some(WriteCommand { state, abort_on_signature })
     }
 
     /// Is the command over (after its last line or its data)?
@@ -92,7 +94,9 @@ impl WriteCommand {
             return Step::Forward;
         }
         let (step, next) = match self.state {
-            State::CommitHeader { stage, signature_next } => commit_header(line, stage, signature_next),
+            State::CommitHeader { stage, signature_next } => {
+                commit_header(line, stage, signature_next, self.abort_on_signature)
+            }
             State::CommitParents { merges_only } => match line {
                 _ if line.starts_with(b"from ") && !merges_only => {
                     (Step::Forward, State::CommitParents { merges_only: true })
@@ -128,7 +132,7 @@ impl WriteCommand {
     }
 }
 
-fn commit_header(line: &[u8], stage: u8, signature_next: bool) -> (Step, State) {
+fn commit_header(line: &[u8], stage: u8, signature_next: bool, abort_on_signature: bool) -> (Step, State) {
     let at = |stage| State::CommitHeader { stage, signature_next: false };
     if signature_next {
         return expect_data(line, at(stage));
@@ -138,7 +142,13 @@ fn commit_header(line: &[u8], stage: u8, signature_next: bool) -> (Step, State) 
         Some((_, next)) => (Step::Forward, at(next)),
         // git requires a committer line.
         None if stage < 4 => (Step::Refused, State::Done),
-        None if line.starts_with(b"gpgsig ") => (Step::Forward, State::CommitHeader { stage, signature_next: true }),
+        // git 2.55 reads signatures right after the committer, before `encoding`; each brings its data.
+        None if stage == 4 && line.starts_with(b"gpgsig ") => match abort_on_signature {
+            false if valid_signature_header(&line[b"gpgsig ".len()..]) => {
+                (Step::Forward, State::CommitHeader { stage, signature_next: true })
+            }
+            _ => (Step::Refused, State::Done),
+        },
         None if stage < 5 && line.starts_with(b"encoding ") => (Step::Forward, at(5)),
         None if line.starts_with(b"data ") => (Step::Data, State::CommitParents { merges_only: false }),
         None => (Step::Refused, State::Done),
@@ -185,6 +195,15 @@ fn tag_header(line: &[u8], stage: u8) -> (Step, State) {
     }
 }
 
+/// git's `parse_one_signature`: `<hash-algo> SP <format>`, the algorithm `sha1` or `sha256`, the format (the
+/// rest of the line) one git signs with or `unknown`. git dies on anything else (git before 2.50 on any
+/// `gpgsig`, which it does not know: it wanted the commit's data there).
+fn valid_signature_header(args: &[u8]) -> bool {
+    let Some(space) = memchr::memchr(b' ', args) else { return false };
+    let (algo, format) = (&args[..space], &args[space + 1..]);
+    matches!(algo, b"sha1" | b"sha256") && matches!(format, b"openpgp" | b"x509" | b"ssh" | b"unknown")
+}
+
 fn expect_data(line: &[u8], after: State) -> (Step, State) {
     if line.starts_with(b"data ") { (Step::Data, after) } else { (Step::Refused, State::Done) }
 }
@@ -200,7 +219,7 @@ mod tests {
     use super::*;
 
     fn steps(lines: &[&[u8]]) -> Vec<Step> {
-        let mut command = WriteCommand::start(lines[0]).expect("a writing command");
+        let mut command = WriteCommand::start(lines[0], false).expect("a writing command");
         lines[1..].iter().map(|line| command.step(line)).collect()
     }
 
@@ -250,5 +269,30 @@ mod tests {
         assert_eq!(steps(&[b"commit x", b"data 0"]), [Refused], "no committer");
         assert_eq!(steps(&[b"commit x", b"committer c", b"author a"]), [Forward, Refused], "out of order");
         assert_eq!(steps(&[b"tag v", b"tagger t"]), [Refused], "no from");
+    }
+
+    #[test]
+    fn signatures_follow_the_committer_and_bring_data() {
+        use Step::*;
+        let signed: [&[u8]; 9] = [
+            b"commit x",
+            b"committer c",
+            b"gpgsig sha1 openpgp",
+            b"data 3",
+            b"gpgsig sha256 ssh",
+            b"data <<E",
+            b"encoding iso-8859-1",
+            b"data 0",
+            b"",
+        ];
+        assert_eq!(steps(&signed), [Forward, Forward, Data, Forward, Data, Forward, Data, ForwardAndEnd]);
+        for bad in [&b"gpgsig sha1"[..], b"gpgsig md5 openpgp", b"gpgsig sha1 pgp", b"gpgsig sha1 openpgp x"] {
+            assert_eq!(steps(&[b"commit x", b"committer c", bad]), [Forward, Refused], "{}", bad.escape_ascii());
+        }
+        let after_encoding = steps(&[b"commit x", b"committer c", b"encoding e", b"gpgsig sha1 openpgp"]);
+        assert_eq!(after_encoding, [Forward, Forward, Refused], "git wants the data after `encoding`");
+        assert_eq!(steps(&[b"commit x", b"author a", b"gpgsig sha1 ssh"]), [Forward, Refused], "no committer");
+        let mut abort = WriteCommand::start(b"commit x", true).unwrap();
+        assert_eq!([abort.step(b"committer c"), abort.step(b"gpgsig sha1 ssh")], [Forward, Refused]);
     }
 }

@@ -20,6 +20,7 @@ use super::{Session, SessionError, StreamEngine};
 use crate::engine::Target;
 use crate::fast_import::command::{self as request, Command, Context};
 use crate::fast_import::dataref::Dataref;
+use crate::fast_import::options::SignMode;
 use crate::line_reader::LineReader;
 use crate::response::encode::Response;
 pub use git::running_git_pid;
@@ -130,7 +131,9 @@ impl<'a> Session<'a> {
         self.start_git()?;
         // git must not run ahead of a read still in flight: if that read fails, git would have died before this.
         engine.drain()?;
-        let mut command = WriteCommand::start(request::c_string(reader.line())).expect("a writing command");
+        let abort_on_signature = self.settings.signed_commits == SignMode::Abort;
+        let mut command =
+            WriteCommand::start(request::c_string(reader.line()), abort_on_signature).expect("a writing command");
         self.forward(reader.line())?;
         while !command.done() {
             if reader.next_line()?.is_none() {
