@@ -8,6 +8,7 @@ pub mod args;
 mod batch;
 pub mod format;
 mod job;
+mod name_error;
 pub mod names;
 mod output;
 mod single;

@@ -10,53 +10,16 @@ use gix_object::Kind;
 use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
 
 use super::ambiguous;
+pub use super::name_error::NameError;
 use super::symlinks::{self, Followed};
 use super::tree;
-use crate::store::{PrefixMatch, ReadError, Resolver, Store};
+use crate::store::{PrefixMatch, Resolver, Store};
 
 /// A resolved name: the object and, for `<rev>:<path>`, the tree entry's mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
     pub id: ObjectId,
     pub mode: Option<u32>,
-}
-
-/// Why a name names no object.
-#[derive(Debug, thiserror::Error)]
-pub enum NameError {
-    /// git's `MISSING_OBJECT`: nothing by that name.
-    #[error("missing")]
-    Missing,
-    /// git's `SHORT_NAME_AMBIGUOUS`, with the candidates.
-    #[error("ambiguous")]
-    Ambiguous(Vec<ObjectId>),
-    /// `<rev>:<path>` where the path is not in the tree (git's `get_oid_with_context` says missing; in the
-    /// single-object modes git explains it).
-    #[error("path '{}' does not exist in '{}'", crate::fatal::Bytes(.path), crate::fatal::Bytes(.rev))]
-    PathMissing { path: Vec<u8>, rev: Vec<u8> },
-    /// `<rev>:<path>` whose `<rev>` names nothing (the single-object modes say so; batches say missing).
-    #[error("invalid object name '{}'.", crate::fatal::Bytes(.0))]
-    InvalidRev(Vec<u8>),
-    /// A form of name that cat-blobd does not resolve.
-    #[error("cat-blobd cat-file does not support {form} in object names: '{}'", crate::fatal::Bytes(.name))]
-    Unsupported { form: &'static str, name: Vec<u8> },
-    /// `--follow-symlinks`: a symlink whose target is not in the tree (git's `DANGLING_SYMLINK`).
-    #[error("dangling symlink")]
-    Dangling,
-    /// `--follow-symlinks`: more than 40 links (`SYMLINK_LOOP`).
-    #[error("symlink loop")]
-    Loop,
-    /// `--follow-symlinks`: a file where the path needs a directory (`NOT_DIR`).
-    #[error("not a directory")]
-    NotDir,
-    /// `--follow-symlinks`: a symlink leading out of the tree, to this path (git answers `symlink <path>`).
-    #[error("symlink out of the tree")]
-    OutOfTree(Vec<u8>),
-    #[error(transparent)]
-    Read(#[from] ReadError),
-    /// An object that gix-object cannot parse where git needs to look into it (a commit's tree, a tag's target).
-    #[error("cannot parse {kind} {id}")]
-    Unparsable { id: ObjectId, kind: Kind },
 }
 
 /// Resolves names against one repository's refs and objects.

@@ -4,7 +4,7 @@
 use gix_hash::ObjectId;
 use gix_object::{CommitRefIter, Kind, TagRefIter, TreeRefIter};
 
-use super::names::NameError;
+use super::name_error::NameError;
 use crate::git_compat::quote::quote_c_style;
 use crate::store::{Object, Resolver, Store};
 
