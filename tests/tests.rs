@@ -2,6 +2,7 @@
 //! frontend, corrupt-input smoke tests, and checks of the checked-in fixture outputs. Helpers live in `util`.
 
 mod cat_file;
+mod cat_file_names;
 mod clients;
 mod corrupt;
 mod differential;

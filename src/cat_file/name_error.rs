@@ -21,6 +21,12 @@ pub enum NameError {
     /// `<rev>:<path>` whose `<rev>` names nothing (the single-object modes say so; batches say missing).
     #[error("invalid object name '{}'.", crate::fatal::Bytes(.0))]
     InvalidRev(Vec<u8>),
+    /// `<rev>:./<path>` (or `../`) where there is no work tree (git's `resolve_relative_path`).
+    #[error("relative path syntax can't be used outside working tree")]
+    RelativePath,
+    /// `:<path>` or `:<n>:<path>` in a repository without an index (git's `diagnose_invalid_index_path`).
+    #[error("path '{}' does not exist (neither on disk nor in the index)", crate::fatal::Bytes(.0))]
+    NotInIndex(Vec<u8>),
     /// A form of name that cat-blobd does not resolve.
     #[error("cat-blobd cat-file does not support {form} in object names: '{}'", crate::fatal::Bytes(.name))]
     Unsupported { form: &'static str, name: Vec<u8> },

@@ -222,6 +222,46 @@ impl Spec<'_, '_> {
         self.current.ok_or_else(stop)
     }
 
+    /// `<rev>:<path>` (git's `get_tree_entry`, or `get_tree_entry_follow_symlinks`), keeping the entry's mode.
+    fn path(&mut self, id: ObjectId, path: &[u8]) -> gix_error::Result {
+        self.reached_path = true;
+        if path.starts_with(b"./") || path.starts_with(b"../") {
+            return self.relative_path();
+        }
+        let store = self.names.store;
+        if self.names.follow_symlinks {
+            return match symlinks::follow(store, self.names.resolver, id, path) {
+                Ok(Followed::Found(entry, mode)) => self.set_entry(entry, Some(mode)),
+                Ok(Followed::Missing) => self.fail(NameError::Missing),
+                Ok(Followed::Dangling) => self.fail(NameError::Dangling),
+                Ok(Followed::Loop) => self.fail(NameError::Loop),
+                Ok(Followed::NotDir) => self.fail(NameError::NotDir),
+                Ok(Followed::OutOfTree(target)) => self.fail(NameError::OutOfTree(target)),
+                Err(err) => self.fail(err),
+            };
+        }
+        match tree::lookup_path(store, self.names.resolver, id, path) {
+            Ok(Some((entry, mode))) => self.set_entry(entry, mode),
+            Ok(None) => self.fail(NameError::PathMissing { path: path.to_vec(), rev: Vec::new() }),
+            Err(err) => self.fail(err),
+        }
+    }
+
+    fn set_entry(&mut self, id: ObjectId, mode: Option<u32>) -> gix_error::Result {
+        self.set(id)?;
+        self.mode = mode;
+        Ok(())
+    }
+
+    /// `./` and `../` paths (git's `resolve_relative_path`): relative to where the command runs in the work
+    /// tree. A bare repository has none, and git dies saying so; in a work tree cat-blobd does not resolve them.
+    fn relative_path(&mut self) -> gix_error::Result {
+        if self.names.refs.git_dir().file_name().is_some_and(|name| name == ".git") {
+            return self.unsupported("paths relative to the current directory (<rev>:./<path>)");
+        }
+        self.fail(NameError::RelativePath)
+    }
+
     /// Runs a step that reads objects; a step that finds nothing stops the parse as `missing`.
     fn step(&mut self, result: Result<Option<ObjectId>, NameError>) -> gix_error::Result {
         match result {
@@ -250,8 +290,19 @@ impl delegate::Revision for Spec<'_, '_> {
             // git looks the name up as a reference first.
             return self.set(id);
         }
-        if prefix.hex_len() == self.names.store.object_hash().len_in_hex() {
+        let hex_len = self.names.store.object_hash().len_in_hex();
+        if prefix.hex_len() == hex_len {
             return self.set(prefix.as_oid().to_owned());
+        }
+        if prefix.hex_len() > hex_len {
+            // git searches up to 64 digits (GIT_MAX_HEXSZ). Its loose objects compare all of them with the id
+            // in a 32-byte buffer, zero past the hash: the id followed by zeros. Its pack indexes compare only
+            // the hash's length: the id followed by anything.
+            let id = ObjectId::from_hex(&text[..hex_len]).expect("hex digits of the hash's length");
+            if text[hex_len..].iter().all(|&digit| digit == b'0') || self.names.store.in_pack(&id) {
+                return self.set(id);
+            }
+            return self.fail(NameError::Missing);
         }
         match self.names.store.find_prefix(&prefix) {
             PrefixMatch::Unique(id) => self.set(id),
@@ -333,36 +384,7 @@ impl delegate::Navigate for Spec<'_, '_> {
                 let peeled = tree::peel_tags(store, self.names.resolver, id).map(Some);
                 self.step(peeled)
             }
-            PeelTo::Path(path) => {
-                self.reached_path = true;
-                if path.starts_with(b"./") || path.starts_with(b"../") || path == "." || path == ".." {
-                    return self.unsupported("paths relative to the current directory (<rev>:./<path>)");
-                }
-                if self.names.follow_symlinks {
-                    return match symlinks::follow(store, self.names.resolver, id, path) {
-                        Ok(Followed::Found(entry, mode)) => {
-                            self.set(entry)?;
-                            self.mode = Some(mode);
-                            Ok(())
-                        }
-                        Ok(Followed::Missing) => self.fail(NameError::Missing),
-                        Ok(Followed::Dangling) => self.fail(NameError::Dangling),
-                        Ok(Followed::Loop) => self.fail(NameError::Loop),
-                        Ok(Followed::NotDir) => self.fail(NameError::NotDir),
-                        Ok(Followed::OutOfTree(target)) => self.fail(NameError::OutOfTree(target)),
-                        Err(err) => self.fail(err),
-                    };
-                }
-                match tree::lookup_path(store, self.names.resolver, id, path) {
-                    Ok(Some((entry, mode))) => {
-                        self.set(entry)?;
-                        self.mode = Some(mode);
-                        Ok(())
-                    }
-                    Ok(None) => self.fail(NameError::PathMissing { path: path.to_vec(), rev: Vec::new() }),
-                    Err(err) => self.fail(err),
-                }
-            }
+            PeelTo::Path(path) => self.path(id, path),
         }
     }
 
@@ -370,8 +392,15 @@ impl delegate::Navigate for Spec<'_, '_> {
         self.unsupported("commit message searches (:/<text> or <rev>^{/<text>})")
     }
 
-    fn index_lookup(&mut self, _path: &gix_object::bstr::BStr, _stage: u8) -> gix_error::Result {
-        self.unsupported("index paths (:<path> or :<n>:<path>)")
+    fn index_lookup(&mut self, path: &gix_object::bstr::BStr, _stage: u8) -> gix_error::Result {
+        if path.starts_with(b"./") || path.starts_with(b"../") {
+            return self.relative_path();
+        }
+        if self.names.refs.git_dir().join("index").exists() {
+            return self.unsupported("index paths (:<path> or :<n>:<path>)");
+        }
+        // Without an index (a bare repository) nothing is in it.
+        self.fail(NameError::NotInIndex(path.to_vec()))
     }
 }
 

@@ -1,0 +1,123 @@
+//! Object names in `cat-blobd cat-file` against the installed `git cat-file`, the differences issue 21 found and
+//! their neighbours: every length of hex name, odd path forms, ambiguous short ids followed by every suffix,
+//! carriage returns in the input, and git's messages. Each test names the difference it pins. The repositories
+//! are those of fixtures/make-cat-file-fixtures.sh.
+use std::path::Path;
+
+use crate::cat_file::{Stderr, assert_same, fixture_word, repo, run};
+use crate::util::{CAT_BLOBD, escape, git};
+
+/// Runs git and cat-blobd with `args` on `stdin` in `dir`; asserts the same bytes on stdout and stderr and the
+/// same exit status.
+#[track_caller]
+fn same(dir: &Path, args: &[&str], stdin: &[u8]) {
+    let git = run("git", dir, args, stdin, &[]);
+    let ours = run(CAT_BLOBD, dir, args, stdin, &[]);
+    let what = format!("cat-file {args:?} in {} on {}", dir.display(), escape(&stdin[..stdin.len().min(300)]));
+    assert_same(&what, &git, &ours, Stderr::Exact);
+}
+
+/// `names`, each followed by `delimiter`.
+fn lines<S: AsRef<str>>(names: &[S], delimiter: u8) -> Vec<u8> {
+    names.iter().flat_map(|name| name.as_ref().bytes().chain([delimiter])).collect()
+}
+
+fn rev_parse(dir: &Path, rev: &str) -> String {
+    String::from_utf8(git(dir, &["rev-parse", rev])).expect("hex").trim().to_owned()
+}
+
+/// Regression: a name of 41 hex digits panicked (exit 101, no output). git searches up to 64 digits: in a SHA-1
+/// repository an id followed by zeros names that id, and so does a packed id followed by anything.
+#[test]
+fn hex_names_of_every_length_from_1_to_70() {
+    for name in ["names.git", "sha256.git"] {
+        let dir = repo(name);
+        let head = rev_parse(&dir, "HEAD");
+        let loose = rev_parse(&dir, if name == "names.git" { "loose" } else { "HEAD" });
+        let bases = [
+            "a".repeat(70),
+            "A".repeat(70),
+            format!("{head}{head}"),
+            format!("{head}{}", "0".repeat(40)),
+            format!("{loose}{}", "0".repeat(40)),
+            format!("{loose}{loose}"),
+        ];
+        let mut names = Vec::new();
+        for base in &bases {
+            for len in 1..=70 {
+                for suffix in ["", "^{}", "~0", ":"] {
+                    names.push(format!("{}{suffix}", &base[..len]));
+                }
+            }
+        }
+        same(&dir, &["--batch-check"], &lines(&names, b'\n'));
+        for len in [39, 40, 41, 42, 63, 64, 65] {
+            same(&dir, &["-t", &bases[2][..len]], b"");
+        }
+    }
+}
+
+/// Regression: `HEAD:dir//file` and `HEAD:/file` answered the file's blob where git answers `missing`; `.` and
+/// `..` were refused as relative paths. git's `get_tree_entry` takes `dir/` for the directory, and nothing else
+/// that is not a name in the tree.
+#[test]
+fn odd_path_forms_name_what_git_names() {
+    let dir = repo("names.git");
+    let paths = [
+        "dir//sub/file",
+        "/hello.txt",
+        "//hello.txt",
+        ".",
+        "..",
+        "./",
+        "dir/.",
+        "dir/./sub",
+        "dir/sub/..",
+        "dir/",
+        "dir//",
+        "/",
+        "//",
+        "hello.txt/",
+        "dir/sub/",
+        "dir/sub/file/",
+        "dir/sub/file//",
+        "module/",
+        "module/x",
+        "link/",
+        "dirlink/",
+        "",
+        "hello.txt\r",
+        "hello.txt\t",
+        "hello.txt ",
+        "other/with space.txt",
+        "many-1",
+        "many-",
+        "many-10/",
+    ];
+    let names: Vec<String> = paths.iter().map(|path| format!("HEAD:{path}")).collect();
+    for args in [&["--batch-check"][..], &["--batch-check", "--follow-symlinks"], &["--batch"]] {
+        same(&dir, args, &lines(&names, b'\n'));
+        let mut z = args.to_vec();
+        z.push("-z");
+        same(&dir, &z, &lines(&names, 0));
+    }
+    // A NUL ends the name as git reads it (a C string).
+    same(&dir, &["--batch-check", "-z"], b"HEAD:hello.txt\0x\0HEAD:dir\0/sub\0");
+    same(&dir, &["--batch-check"], b"HEAD:hello.txt\0x\nHEAD:\0\n");
+    for path in ["dir//sub/file", "/hello.txt", "nope", "dir/nope", "objects", ".", "..", "hello.txt/"] {
+        for mode in ["-t", "-p", "-e"] {
+            same(&dir, &[mode, &format!("HEAD:{path}")], b"");
+        }
+    }
+}
+
+/// Regression: `<rev>:./<path>` was refused as unsupported; git dies with its own message when there is no work
+/// tree (a bare repository), in every mode.
+#[test]
+fn relative_paths_outside_a_work_tree_are_fatal_as_in_git() {
+    let dir = repo("names.git");
+    for name in ["HEAD:./hello.txt", "HEAD:../x", "HEAD:./", ":./hello.txt", ":../x"] {
+        same(&dir, &["--batch-check"], format!("HEAD\n{name}\nHEAD\n").as_bytes());
+        same(&dir, &["-t", name], b"");
+    }
+}
