@@ -121,3 +121,42 @@ fn relative_paths_outside_a_work_tree_are_fatal_as_in_git() {
         same(&dir, &["-t", name], b"");
     }
 }
+
+/// Regression: a CR was dropped from every record, where git (`strbuf_getdelim_strip_crlf`) drops it only
+/// before an LF: `-z` keeps it, and so does a last line without LF. And under `-z`/`-Z` an empty record still
+/// holds its NUL, so `--batch-command` says `unknown command: ''` (not `empty command in input`).
+#[test]
+fn carriage_returns_and_empty_records_as_git_reads_them() {
+    let dir = repo("names.git");
+    let inputs: [&[u8]; 14] = [
+        b"HEAD\r",
+        b"HEAD\r\n",
+        b"HEAD:hello.txt\r\0HEAD\r",
+        b"info HEAD\r\n",
+        b"info HEAD\r",
+        b"info HEAD\r\0",
+        b"\0",
+        b"info HEAD\0\0",
+        b"\n",
+        b"info HEAD\n\n",
+        b"\r\n",
+        b"HEAD\r\r\n",
+        b"HEAD x\r",
+        b"contents v1\0info HEAD:hello.txt\r\0",
+    ];
+    let modes: [&[&str]; 8] = [
+        &["--batch-check"],
+        &["--batch-check", "-z"],
+        &["--batch-check", "-Z"],
+        &["--batch"],
+        &["--batch-command"],
+        &["--batch-command", "-z"],
+        &["--batch-command", "-Z"],
+        &["--batch-check=%(objectname)%(rest)"],
+    ];
+    for args in modes {
+        for input in inputs {
+            same(&dir, args, input);
+        }
+    }
+}

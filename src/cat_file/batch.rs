@@ -76,12 +76,23 @@ pub(crate) fn run(
     })
 }
 
-/// The next input record, into `record`, without its delimiter and a trailing CR (git's
-/// `strbuf_getdelim_strip_crlf`); false at the end of the input. One buffer serves every record of a stream.
+/// The next input record, into `record`, as git's `strbuf_getdelim_strip_crlf` leaves it: an LF and a CR before
+/// it are dropped; a CR is kept on a last line without LF. A NUL delimiter is kept (git keeps it, and reads the
+/// record as a C string, so `-Z` sees an empty record as a command that is not empty). False at the end of the
+/// input. One buffer serves every record of a stream.
 fn next_record<R: Read>(reader: &mut LineReader<R>, record: &mut Vec<u8>) -> Result<bool, CatFileError> {
+    let delimiter = reader.delimiter();
     let Some(line) = reader.next_line()? else { return Ok(false) };
     record.clear();
-    record.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+    record.extend_from_slice(line);
+    // After a line, the end of the input has been seen only if the line had no delimiter.
+    if !reader.at_eof() {
+        match delimiter {
+            b'\n' if record.last() == Some(&b'\r') => drop(record.pop()),
+            b'\n' => {}
+            other => record.push(other),
+        }
+    }
     Ok(true)
 }
 
