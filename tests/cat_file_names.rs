@@ -7,11 +7,31 @@ use std::path::Path;
 use crate::cat_file::{Stderr, assert_same, fixture_word, repo, run};
 use crate::util::{CAT_BLOBD, escape, git};
 
+/// The git to compare with: `CAT_BLOBD_TEST_GIT`, else the installed `git`.
+fn git_program() -> String {
+    std::env::var("CAT_BLOBD_TEST_GIT").unwrap_or_else(|_| "git".to_owned())
+}
+
+/// Is the git compared with at least 2.55, the release cat-blobd answers as? Where 2.47 answers otherwise, a
+/// test compares only with such a git.
+fn git_is_newest() -> bool {
+    let out = run(&git_program(), Path::new("."), &["version"], b"", &[]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let version: Vec<u32> = text
+        .trim()
+        .trim_start_matches("git version ")
+        .split('.')
+        .take(2)
+        .map(|part| part.parse().unwrap_or(0))
+        .collect();
+    version >= vec![2, 55]
+}
+
 /// Runs git and cat-blobd with `args` on `stdin` in `dir`; asserts the same bytes on stdout and stderr and the
 /// same exit status.
 #[track_caller]
 fn same(dir: &Path, args: &[&str], stdin: &[u8]) {
-    let git = run("git", dir, args, stdin, &[]);
+    let git = run(&git_program(), dir, args, stdin, &[]);
     let ours = run(CAT_BLOBD, dir, args, stdin, &[]);
     let what = format!("cat-file {args:?} in {} on {}", dir.display(), escape(&stdin[..stdin.len().min(300)]));
     assert_same(&what, &git, &ours, Stderr::Exact);
@@ -159,4 +179,129 @@ fn carriage_returns_and_empty_records_as_git_reads_them() {
             same(&dir, args, input);
         }
     }
+}
+
+/// Regression: an ambiguous short id followed by `^{commit}`, `^{tree}`, `~0` or `:<path>` was answered
+/// `missing` with git's ambiguity message, where git picks the one candidate of the kind the suffix needs (a
+/// commit-ish or a tree-ish); and `<short>~0` was `missing` where git says `ambiguous`. The fixtures hold a
+/// prefix shared by two blobs, one by a commit and a blob, and one by a tag (of a commit), a tree and a blob.
+#[test]
+fn ambiguous_short_ids_are_disambiguated_by_what_follows_them() {
+    let dir = repo("names.git");
+    let suffixes = [
+        "",
+        "^{commit}",
+        "^{tree}",
+        "^{}",
+        "^{blob}",
+        "^{tag}",
+        "^{object}",
+        "~0",
+        "^0",
+        "^",
+        "~",
+        "~1",
+        "^2",
+        "^^",
+        "~0~0",
+        "~1^{tree}",
+        "^{commit}~1",
+        "^{commit}^{tree}",
+        "^{tree}^{tree}",
+        ":",
+        ":hello.txt",
+        ":loose.txt",
+        "^{tree}:loose.txt",
+        "^{commit}:loose.txt",
+        "~0:loose.txt",
+        "^{/a}",
+        "^{/nomatch}",
+        "^!",
+        "^@",
+        "^-",
+        "@{0}",
+        "..HEAD",
+    ];
+    let mut names = Vec::new();
+    for fixture in ["ambiguous", "ambiguous-commit", "ambiguous-tag"] {
+        let prefix = fixture_word(fixture);
+        for abbrev in [prefix.clone(), prefix.to_uppercase()] {
+            names.extend(suffixes.iter().map(|suffix| format!("{abbrev}{suffix}")));
+        }
+    }
+    same(&dir, &["--batch-check"], &lines(&names, b'\n'));
+    same(&dir, &["--batch"], &lines(&names, b'\n'));
+    for name in names.iter().filter(|name| !name.contains("..")) {
+        same(&dir, &["-t", name], b"");
+    }
+}
+
+/// Regression: `:/<text>` and `<rev>^{/<text>}` were refused as unsupported. git searches the commits reachable
+/// from every reference and HEAD (or from `<rev>`), youngest first. The youngest: git 2.55 keeps its queue in
+/// commit-date order; 2.47 took the references' commits in the order it listed them, so where the two differ
+/// (`:/!-first`, `:/a.*b` here) only a git of 2.55 or newer is compared.
+#[test]
+fn commit_message_searches() {
+    let dir = repo("names.git");
+    let mut names = vec![
+        ":/first",
+        ":/nomatch",
+        ":/",
+        ":/!x",
+        ":/!!x",
+        ":/^a loose",
+        ":/commit$",
+        ":/^merge",
+        ":/many",
+        ":/(",
+        ":/its body$",
+        ":/[[:alpha:]]+ commit 99",
+        ":/first:hello.txt",
+        ":/first^{tree}",
+        "HEAD^{/first}",
+        "HEAD^{/first}:hello.txt",
+        "main^{/^merge}",
+        "main^{/^second}",
+        "main^{/!-many}",
+        "v1^{/}",
+        "v1-outer^{/}",
+        "tree-tag^{/x}",
+        "blob-tag^{/x}",
+        "v1^{tree}^{/x}",
+    ];
+    if git_is_newest() {
+        names.extend([":/!-first", ":/a.*b", ":/!-a"]);
+    }
+    same(&dir, &["--batch-check"], &lines(&names, b'\n'));
+    for name in [":/first", ":/nomatch", "HEAD^{/first}", "tree-tag^{/x}"] {
+        same(&dir, &["-t", name], b"");
+    }
+}
+
+/// Regression: `^0` of a tree said git's `peel_to_type` message, and `^` or `~<n>` of a tree said nothing;
+/// git's `get_parent` says `object <id> is a tree, not a commit`. For a tag of a tree, git 2.55 names the tag
+/// (2.47 named the tree), so those names are compared only with a git of 2.55 or newer.
+#[test]
+fn parent_of_a_non_commit_is_explained_as_git_does() {
+    let dir = repo("names.git");
+    let mut names = vec![
+        "HEAD^{tree}^0",
+        "HEAD^{tree}^",
+        "HEAD^{tree}~0",
+        "HEAD^{tree}~1",
+        "HEAD^{tree}^2",
+        "HEAD:hello.txt^0",
+        "HEAD:hello.txt~3",
+        "v1^{tree}^",
+        "HEAD^0^{tree}^0",
+        "HEAD^{tree}^{commit}",
+        "1111111111111111111111111111111111111111^0",
+        "HEAD~1^{tree}~1",
+        "HEAD:module^0",
+    ];
+    if git_is_newest() {
+        names.extend(["tree-tag^0", "tree-tag^", "blob-tag~2", "tree-tag~0"]);
+    }
+    same(&dir, &["--batch-check"], &lines(&names, b'\n'));
+    same(&dir, &["-t", "HEAD^{tree}^0"], b"");
 }

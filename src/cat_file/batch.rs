@@ -169,7 +169,12 @@ impl Batch<'_, '_, '_, '_> {
         self.count();
         let id = match self.names.resolve(name) {
             Ok(resolved) => resolved.id,
-            Err(NameError::Missing | NameError::PathMissing { .. } | NameError::InvalidRev(_) | NameError::NotInIndex(_)) => {
+            Err(
+                NameError::Missing
+                | NameError::PathMissing { .. }
+                | NameError::InvalidRev(_)
+                | NameError::NotInIndex(_),
+            ) => {
                 return self.line(Response::Missing([name, b" missing", &[self.settings.delimiter]].concat()));
             }
             Err(NameError::Ambiguous(_)) => {

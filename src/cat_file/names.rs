@@ -3,14 +3,14 @@
 //! answers abbreviated ids and reads the objects that peeling and `<rev>:<path>` walk through.
 //!
 //! Where gix-revision's order differs from git's, this delegate restores git's: git tries a name as a
-//! reference before it tries it as an abbreviated id (gix-revision asks for the id first), and only a bare
-//! name is ever "ambiguous" (`<name>^{tree}` with an ambiguous `<name>` is simply missing, as in git).
+//! reference before it tries it as an abbreviated id (gix-revision asks for the id first), and an ambiguous
+//! abbreviation is resolved by what follows it, as git's disambiguators do (see `ambiguous`).
 use gix_hash::{ObjectId, Prefix};
-use gix_object::Kind;
 use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
 
-use super::ambiguous;
+use super::ambiguous::{self, Needs};
 pub use super::name_error::NameError;
+use super::search;
 use super::symlinks::{self, Followed};
 use super::tree;
 use crate::store::{PrefixMatch, Resolver, Store};
@@ -69,9 +69,7 @@ impl Names<'_> {
         match (parsed, spec.current) {
             (Ok(()), Some(id)) => Ok(Resolved { id, mode: spec.mode }),
             _ => Err(match spec.failure {
-                Some(Failure::Ambiguous(text, candidates)) if text.eq_ignore_ascii_case(name) => {
-                    NameError::Ambiguous(candidates)
-                }
+                Some(Failure::Ambiguous { stays: true, candidates }) => NameError::Ambiguous(candidates),
                 Some(Failure::Error(NameError::PathMissing { path, .. })) => {
                     NameError::PathMissing { path, rev: rev_before_path(name).to_vec() }
                 }
@@ -131,8 +129,8 @@ impl Names<'_> {
     }
 }
 
-/// The name up to the end of its `n`-th `^{commit}`, `^{tag}`, `^{tree}` or `^{blob}` (or `^0`, which gix-revision
-/// also reports as a peel to a commit).
+/// The name up to the end of its `n`-th `^{commit}`, `^{tag}`, `^{tree}`, `^{blob}` or `^{/<text>}` (or `^0`,
+/// which gix-revision also reports as a peel to a commit).
 fn nth_onion(name: &[u8], n: usize) -> &[u8] {
     let mut seen = 0;
     for at in 0..name.len() {
@@ -141,6 +139,7 @@ fn nth_onion(name: &[u8], n: usize) -> &[u8] {
             .iter()
             .find(|onion| rest.starts_with(onion))
             .map(|onion| onion.len())
+            .or_else(|| rest.starts_with(b"^{/").then(|| memchr::memchr(b'}', rest).map_or(rest.len(), |c| c + 1)))
             .or_else(|| (rest.starts_with(b"^0") && !rest.get(2).is_some_and(u8::is_ascii_digit)).then_some(2));
         if let Some(len) = len {
             seen += 1;
@@ -175,8 +174,12 @@ fn rev_before_path(name: &[u8]) -> &[u8] {
 }
 
 enum Failure {
-    /// The abbreviated id (as typed) that more than one object starts with.
-    Ambiguous(Vec<u8>, Vec<ObjectId>),
+    /// An abbreviated id that more than one object starts with; `stays`: git answers the whole name
+    /// `ambiguous` (not `missing`).
+    Ambiguous {
+        stays: bool,
+        candidates: Vec<ObjectId>,
+    },
     Error(NameError),
 }
 
@@ -212,7 +215,7 @@ impl Spec<'_, '_> {
     }
 
     fn fail(&mut self, err: NameError) -> gix_error::Result {
-        if !matches!(self.failure, Some(Failure::Ambiguous(..))) {
+        if !matches!(self.failure, Some(Failure::Ambiguous { .. })) {
             self.failure = Some(Failure::Error(err));
         }
         Err(stop())
@@ -262,6 +265,82 @@ impl Spec<'_, '_> {
         self.fail(NameError::RelativePath)
     }
 
+    /// More than one object starts with `text`: git picks the one candidate that what follows the abbreviation
+    /// needs, or fails, saying so on stderr wherever in the name the abbreviation is (but not for a describe
+    /// name: git looks those up quietly).
+    fn disambiguate(&mut self, text: Vec<u8>, candidates: Vec<ObjectId>, describe: bool) -> gix_error::Result {
+        let suffix = match self.name.get(..text.len()) {
+            Some(start) if start.eq_ignore_ascii_case(&text) => Some(&self.name[text.len()..]),
+            _ => None,
+        };
+        let needs = match (describe, suffix) {
+            (true, _) => Needs::Commit,
+            (false, Some(suffix)) => Needs::after(suffix),
+            (false, None) => Needs::Anything,
+        };
+        if !describe && suffix.is_some_and(|suffix| !ambiguous::looked_up(suffix)) {
+            return self.fail(NameError::Missing);
+        }
+        let (store, resolver) = (self.names.store, &mut *self.names.resolver);
+        let fitting: Vec<ObjectId> =
+            candidates.iter().copied().filter(|id| needs.met_by(store, resolver, id)).collect();
+        if let [id] = fitting[..] {
+            return self.set(id);
+        }
+        if !describe {
+            // git lists only the fitting candidates when several fit, and all of them when none does.
+            let shown = if fitting.len() > 1 { &fitting } else { &candidates };
+            ambiguous::report(store, self.names.resolver, self.names.messages, &text, shown);
+        }
+        let stays = describe || suffix.is_some_and(ambiguous::stays_ambiguous);
+        self.failure = Some(Failure::Ambiguous { stays, candidates });
+        Err(stop())
+    }
+
+    /// `^{<type>}` and `^0` (gix-revision reports both as a peel): git's `peel_onion` peels to the type and
+    /// says on stderr where the chain ended instead; `^0` is git's `get_parent`, which wants a commit (see
+    /// [`Self::commit_reference`]).
+    fn peel_onion(&mut self, id: ObjectId, kind: gix_object::Kind) -> Result<Option<ObjectId>, NameError> {
+        self.peels += 1;
+        let onion = nth_onion(self.name, self.peels);
+        if onion.ends_with(b"^0") {
+            return self.commit_reference(id);
+        }
+        match tree::peel_or_dead_end(self.names.store, self.names.resolver, id, kind)? {
+            Some(Err(reached)) => {
+                // git's `peel_to_type` names the name up to this `^{<type>}`.
+                let message = format!(
+                    "error: {}: expected {kind} type, but the object dereferences to {reached} type\n",
+                    crate::fatal::Bytes(onion)
+                );
+                self.names.messages.write(message.as_bytes());
+                Ok(None)
+            }
+            peeled => Ok(peeled.and_then(Result::ok)),
+        }
+    }
+
+    /// The commit `id` names, tags followed (git's `lookup_commit_reference`, for `^<n>` and `~<n>`), or `None`
+    /// after git's complaint that it leads to some other type.
+    fn commit_reference(&mut self, id: ObjectId) -> Result<Option<ObjectId>, NameError> {
+        let store = self.names.store;
+        let peeled = match tree::peel_tags(store, self.names.resolver, id) {
+            Ok(peeled) => peeled,
+            Err(NameError::Missing) => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        match tree::kind_of(store, &peeled)? {
+            Some(gix_object::Kind::Commit) => Ok(Some(peeled)),
+            Some(other) => {
+                // git 2.55 names the object as given (2.47 named the tag's target).
+                let message = format!("error: object {id} is a {other}, not a commit\n");
+                self.names.messages.write(message.as_bytes());
+                Ok(None)
+            }
+            None => Ok(None),
+        }
+    }
+
     /// Runs a step that reads objects; a step that finds nothing stops the parse as `missing`.
     fn step(&mut self, result: Result<Option<ObjectId>, NameError>) -> gix_error::Result {
         match result {
@@ -307,32 +386,7 @@ impl delegate::Revision for Spec<'_, '_> {
         match self.names.store.find_prefix(&prefix) {
             PrefixMatch::Unique(id) => self.set(id),
             PrefixMatch::None => self.fail(NameError::Missing),
-            PrefixMatch::Ambiguous(candidates) => {
-                let commits: Vec<ObjectId> = match hint {
-                    // A describe name only ever names a commit (git's `GET_OID_COMMIT`).
-                    Some(_) => candidates
-                        .iter()
-                        .copied()
-                        .filter(|id| tree::kind_of(self.names.store, id).ok().flatten() == Some(Kind::Commit))
-                        .collect(),
-                    None => candidates.clone(),
-                };
-                match commits[..] {
-                    [id] => self.set(id),
-                    _ => {
-                        // git's get_short_oid says so on stderr wherever in the name the abbreviation is.
-                        ambiguous::report(
-                            self.names.store,
-                            self.names.resolver,
-                            self.names.messages,
-                            &text,
-                            &candidates,
-                        );
-                        self.failure = Some(Failure::Ambiguous(text, candidates));
-                        Err(stop())
-                    }
-                }
-            }
+            PrefixMatch::Ambiguous(candidates) => self.disambiguate(text, candidates, hint.is_some()),
         }
     }
 
@@ -352,6 +406,10 @@ impl delegate::Revision for Spec<'_, '_> {
 impl delegate::Navigate for Spec<'_, '_> {
     fn traverse(&mut self, kind: Traversal) -> gix_error::Result {
         let id = self.current()?;
+        let id = match self.commit_reference(id) {
+            Ok(Some(id)) => id,
+            other => return self.step(other),
+        };
         let result = match kind {
             Traversal::NthParent(n) => tree::nth_parent(self.names.store, self.names.resolver, id, n),
             Traversal::NthAncestor(n) => tree::nth_ancestor(self.names.store, self.names.resolver, id, n),
@@ -364,20 +422,8 @@ impl delegate::Navigate for Spec<'_, '_> {
         let store = self.names.store;
         match kind {
             PeelTo::ObjectKind(kind) => {
-                self.peels += 1;
-                match tree::peel_or_dead_end(store, self.names.resolver, id, kind) {
-                    Ok(Some(Err(reached))) => {
-                        // git's `peel_to_type` says so on stderr, naming the name up to this `^{<type>}`.
-                        let onion = nth_onion(self.name, self.peels);
-                        let message = format!(
-                            "error: {}: expected {kind} type, but the object dereferences to {reached} type\n",
-                            crate::fatal::Bytes(onion)
-                        );
-                        self.names.messages.write(message.as_bytes());
-                        self.fail(NameError::Missing)
-                    }
-                    peeled => self.step(peeled.map(|found| found.and_then(Result::ok))),
-                }
+                let peeled = self.peel_onion(id, kind);
+                self.step(peeled)
             }
             PeelTo::ValidObject => self.step(tree::kind_of(store, &id).map(|kind| kind.map(|_| id))),
             PeelTo::RecursiveTagObject => {
@@ -388,8 +434,28 @@ impl delegate::Navigate for Spec<'_, '_> {
         }
     }
 
-    fn find(&mut self, _regex: &gix_object::bstr::BStr, _negated: bool) -> gix_error::Result {
-        self.unsupported("commit message searches (:/<text> or <rev>^{/<text>})")
+    fn find(&mut self, regex: &gix_object::bstr::BStr, negated: bool) -> gix_error::Result {
+        let (store, names) = (self.names.store, &mut *self.names);
+        let starts = match self.current {
+            // `<rev>^{/<text>}`: from the commit `<rev>` peels to; `^{/}` is that commit.
+            Some(id) => match self.peel_onion(id, gix_object::Kind::Commit) {
+                Ok(Some(commit)) if regex.is_empty() => return self.set(commit),
+                Ok(Some(commit)) => vec![commit],
+                Ok(None) => return self.fail(NameError::Missing),
+                Err(err) => return self.fail(err),
+            },
+            None => {
+                let names = &*names;
+                let tips: Vec<ObjectId> =
+                    search::ref_names(&names.refs).iter().filter_map(|name| names.follow(name)).collect();
+                match search::commits_of(store, self.names.resolver, &tips) {
+                    Ok(starts) => starts,
+                    Err(err) => return self.fail(err),
+                }
+            }
+        };
+        let found = search::youngest_matching(store, self.names.resolver, &starts, regex, negated);
+        self.step(found)
     }
 
     fn index_lookup(&mut self, path: &gix_object::bstr::BStr, _stage: u8) -> gix_error::Result {

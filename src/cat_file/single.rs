@@ -75,6 +75,11 @@ pub(crate) fn run(
 /// git's `get_oid_with_context` with `GET_OID_ONLY_TO_DIE`: a name that does not resolve is fatal, with
 /// git's explanation.
 fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFileError> {
+    if name.starts_with(b":/") {
+        // With GET_OID_ONLY_TO_DIE git does not search commit messages: `:/<text>` is an index path that a
+        // path starting with '/' never names.
+        return Err(CatFileError::git(format!("Not a valid object name {}", Bytes(name))));
+    }
     match names.resolve(name) {
         Ok(resolved) => Ok(resolved),
         // git's `diagnose_invalid_oid_path` looks for the path on disk first (lstat, from the current directory).
