@@ -305,3 +305,56 @@ fn parent_of_a_non_commit_is_explained_as_git_does() {
     same(&dir, &["--batch-check"], &lines(&names, b'\n'));
     same(&dir, &["-t", "HEAD^{tree}^0"], b"");
 }
+
+/// git 2.55's `%(objectmode)` (the tree entry's mode of a `<rev>:<path>` name, empty for other names) and
+/// `<id> submodule` (a name that resolves to a gitlink whose commit is not in the repository). git 2.47 knows
+/// neither (the atom is a bad format, the gitlink `missing`): with an older git the expected lines are built
+/// from what git says of the same names (`ls-tree`, `rev-parse`).
+#[test]
+fn object_mode_and_submodule_entries_as_git_2_55_answers() {
+    let dir = repo("names.git");
+    let names = [
+        "HEAD:hello.txt",
+        "HEAD:run.sh",
+        "HEAD:link",
+        "HEAD:dir",
+        "HEAD:dir/",
+        "HEAD:dir/sub/file",
+        "HEAD:",
+        "HEAD",
+        "HEAD^{tree}",
+        "HEAD:nope",
+        "v1:hello.txt",
+        "v1:module",
+        "v1:module^{}",
+        "v1:module/",
+        "HEAD:dirlink/file",
+    ];
+    let input = lines(&names, b'\n');
+    if git_is_newest() {
+        for format in ["--batch-check=%(objectmode) %(objectname)", "--batch=[%(objectmode)]", "--batch-check"] {
+            same(&dir, &[format], &input);
+            same(&dir, &[format, "--follow-symlinks"], &input);
+        }
+        same(&dir, &["--batch-command"], b"info v1:module\ncontents v1:module\ninfo HEAD:link\n");
+        return;
+    }
+    let mut expected = Vec::new();
+    for name in ["HEAD:hello.txt", "HEAD:run.sh", "HEAD:link", "HEAD:dir", "HEAD:dir/sub/file", "HEAD", "v1:module"] {
+        let id = rev_parse(&dir, name);
+        let line = match name.split_once(':') {
+            Some(_) if name == "v1:module" => format!("{id} submodule\n"),
+            Some((rev, path)) => {
+                let listed = String::from_utf8(git(&dir, &["ls-tree", rev, "--", path])).expect("ASCII");
+                format!("{} {id}\n", listed.split(' ').next().expect("a mode"))
+            }
+            None => format!(" {id}\n"),
+        };
+        expected.push((name, line));
+    }
+    let input = lines(&expected.iter().map(|(name, _)| *name).collect::<Vec<_>>(), b'\n');
+    let ours = run(CAT_BLOBD, &dir, &["--batch-check=%(objectmode) %(objectname)"], &input, &[]);
+    let expected: String = expected.iter().map(|(_, line)| line.as_str()).collect();
+    crate::util::assert_bytes_eq("%(objectmode) and submodule", expected.as_bytes(), &ours.stdout);
+    assert!(ours.status.success() && ours.stderr.is_empty(), "{}", ours.describe());
+}

@@ -96,6 +96,13 @@ fn next_record<R: Read>(reader: &mut LineReader<R>, record: &mut Vec<u8>) -> Res
     Ok(true)
 }
 
+/// An object asked for by name: the name as given and, for `<rev>:<path>`, the tree entry's mode.
+#[derive(Clone, Copy)]
+struct Named<'n> {
+    name: &'n [u8],
+    mode: Option<u32>,
+}
+
 /// Is `name` exactly the id's lowercase hex (what `<id> missing` would print anyway)?
 fn is_lower_hex_of(name: &[u8], id: &ObjectId) -> bool {
     let mut hex = [0u8; 64];
@@ -167,8 +174,8 @@ impl Batch<'_, '_, '_, '_> {
     /// git's `batch_one_object`: resolve the name, then answer for the object, or say why there is none.
     fn one(&mut self, name: &[u8], rest: Option<&[u8]>, contents: bool, interactive: bool) -> Result<(), CatFileError> {
         self.count();
-        let id = match self.names.resolve(name) {
-            Ok(resolved) => resolved.id,
+        let (id, mode) = match self.names.resolve(name) {
+            Ok(resolved) => (resolved.id, resolved.mode),
             Err(
                 NameError::Missing
                 | NameError::PathMissing { .. }
@@ -186,7 +193,7 @@ impl Batch<'_, '_, '_, '_> {
             Err(NameError::OutOfTree(target)) => return self.symlink_line(b"symlink", &target),
             Err(err) => return Err(err.into()),
         };
-        self.object(id, Some(name), None, rest, contents, interactive)
+        self.object(id, Some(Named { name, mode }), None, rest, contents, interactive)
     }
 
     /// One more object asked for.
@@ -221,7 +228,7 @@ impl Batch<'_, '_, '_, '_> {
     fn object(
         &mut self,
         id: ObjectId,
-        name: Option<&[u8]>,
+        named: Option<Named<'_>>,
         place: Option<Place>,
         rest: Option<&[u8]>,
         contents: bool,
@@ -231,8 +238,9 @@ impl Batch<'_, '_, '_, '_> {
             settings: self.settings,
             id,
             // Kept only when the answer for a missing object could not be made from the id itself.
-            name: name.filter(|name| !is_lower_hex_of(name, &id)).map(<[u8]>::to_vec),
+            name: named.map(|n| n.name).filter(|name| !is_lower_hex_of(name, &id)).map(<[u8]>::to_vec),
             rest: rest.map(<[u8]>::to_vec),
+            mode: named.and_then(|n| n.mode),
             contents,
             place,
             store: std::marker::PhantomData,

@@ -30,6 +30,8 @@ pub(crate) struct ObjectJob<'s> {
     /// The name as given (for `<name> missing`); `None` for `--batch-all-objects`.
     pub(crate) name: Option<Vec<u8>>,
     pub(crate) rest: Option<Vec<u8>>,
+    /// The tree entry's mode, for a `<rev>:<path>` name (`%(objectmode)`, and `submodule` for a gitlink).
+    pub(crate) mode: Option<u32>,
     pub(crate) contents: bool,
     /// Where `--batch-all-objects --unordered` found it.
     pub(crate) place: Option<Place>,
@@ -57,7 +59,7 @@ impl<'s> Job for ObjectJob<'s> {
                     let line = self.header_line(Some(&info));
                     return Ok(Response::object(&line, object.data, settings.delimiter));
                 }
-                Ok(None) => return Ok(missing(self.name, &self.id, settings.delimiter)),
+                Ok(None) => return Ok(missing(self.name, &self.id, self.mode, settings.delimiter)),
                 Err(_) => {}
             }
         }
@@ -74,7 +76,7 @@ impl ObjectJob<'_> {
             // A named object is looked up even when the format shows nothing of it (git's
             // `oid_object_info_extended` with an empty request); only --batch-all-objects skips that.
             if !settings.exact && !store.exists(&self.id)? {
-                return Ok(missing(self.name, &self.id, settings.delimiter));
+                return Ok(missing(self.name, &self.id, self.mode, settings.delimiter));
             }
         } else {
             let on_disk = settings.format.needs_disk();
@@ -93,7 +95,7 @@ impl ObjectJob<'_> {
                 found => found?,
             };
             if info.is_none() {
-                return Ok(missing(self.name, &self.id, settings.delimiter));
+                return Ok(missing(self.name, &self.id, self.mode, settings.delimiter));
             }
         }
         let line = self.header_line(info.as_ref());
@@ -111,15 +113,23 @@ impl ObjectJob<'_> {
     /// The answer's line: the format expanded, and the delimiter.
     fn header_line(&self, info: Option<&Info>) -> Vec<u8> {
         let mut line = Vec::with_capacity(128);
-        let fields = Fields { id: &self.id, info, rest: self.rest.as_deref() };
+        let fields = Fields { id: &self.id, info, rest: self.rest.as_deref(), mode: self.mode };
         self.settings.format.expand(&fields, &mut line);
         line.push(self.settings.delimiter);
         line
     }
 }
 
-/// `<name> missing`, or `<id> missing` for an object listed by id.
-fn missing(name: Option<Vec<u8>>, id: &ObjectId, delimiter: u8) -> Response {
-    let name = name.unwrap_or_else(|| id.to_hex().to_string().into_bytes());
+/// `<name> missing`, or `<id> missing` for an object listed by id; `<id> submodule` for a gitlink entry whose
+/// commit is not here (git 2.55's `batch_object_write`).
+fn missing(name: Option<Vec<u8>>, id: &ObjectId, mode: Option<u32>, delimiter: u8) -> Response {
+    let hex = || id.to_hex().to_string().into_bytes();
+    if mode == Some(GITLINK) {
+        return Response::Missing([&hex()[..], b" submodule", &[delimiter]].concat());
+    }
+    let name = name.unwrap_or_else(hex);
     Response::Missing([&name[..], b" missing", &[delimiter]].concat())
 }
+
+/// git's `S_IFGITLINK`: the mode of a submodule's entry.
+const GITLINK: u32 = 0o160000;

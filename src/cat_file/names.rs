@@ -234,7 +234,8 @@ impl Spec<'_, '_> {
         let store = self.names.store;
         if self.names.follow_symlinks {
             return match symlinks::follow(store, self.names.resolver, id, path) {
-                Ok(Followed::Found(entry, mode)) => self.set_entry(entry, Some(mode)),
+                // An empty path is the tree itself, which git gives no mode.
+                Ok(Followed::Found(entry, mode)) => self.set_entry(entry, (!path.is_empty()).then_some(mode)),
                 Ok(Followed::Missing) => self.fail(NameError::Missing),
                 Ok(Followed::Dangling) => self.fail(NameError::Dangling),
                 Ok(Followed::Loop) => self.fail(NameError::Loop),
