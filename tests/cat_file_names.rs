@@ -358,3 +358,53 @@ fn object_mode_and_submodule_entries_as_git_2_55_answers() {
     crate::util::assert_bytes_eq("%(objectmode) and submodule", expected.as_bytes(), &ours.stdout);
     assert!(ours.status.success() && ours.stderr.is_empty(), "{}", ours.describe());
 }
+
+/// Regression: every `@{…}` form was refused as unsupported. In a bare repository (no reflogs) git answers
+/// `@{0}` with the branch HEAD is on, `<ref>@{0}` and `@{-1}` as missing, and dies for `@{1}` or a date.
+#[test]
+fn at_sign_names_in_a_bare_repository() {
+    let dir = repo("names.git");
+    let names = ["@", "@{0}", "@{0}:hello.txt", "@{0}~1", "HEAD@{0}", "main@{0}", "nope@{0}", "v1@{0}", "@{-1}"];
+    same(&dir, &["--batch-check"], &lines(&names, b'\n'));
+    for name in ["@{1}", "main@{1}", "@{1.day.ago}", "@{1700000000}"] {
+        same(&dir, &["--batch-check"], format!("HEAD\n{name}\nHEAD\n").as_bytes());
+        same(&dir, &["-t", name], b"");
+    }
+}
+
+/// `<ref>@{<n>}` read from the reflog, as git's t1006 uses it (`foo@@{0}:hello`), and past its end: the value
+/// before the oldest entry, then git's `only has <n> entries`.
+#[test]
+fn at_sign_names_read_the_reflog() {
+    static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let root = ROOT.get_or_init(|| {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-reflog-fixture.sh");
+        crate::util::build_with_script(script, "reflog-fixture")
+    });
+    let dir = root.join("reflog");
+    let names = [
+        "@{0}",
+        "@{1}",
+        "@{3}",
+        "HEAD@{0}",
+        "HEAD@{1}",
+        "HEAD@{4}",
+        "HEAD@{5}",
+        "foo@@{0}:hello",
+        "foo@@{1}",
+        "foo{bar:hello",
+        "main@{1}",
+        "main@{2}",
+        "main@{3}",
+        "heads/main@{1}",
+        "refs/heads/main@{2}",
+        "main@{1}~1",
+        "main@{1}^{tree}",
+    ];
+    same(&dir, &["--batch-check"], &lines(&names, b'\n'));
+    for name in ["main@{4}", "HEAD@{6}", "foo@@{2}"] {
+        same(&dir, &["--batch-check"], format!("HEAD\n{name}\n").as_bytes());
+        same(&dir, &["-p", name], b"");
+    }
+    same(&dir, &["-p", "foo@@{0}:hello"], b"");
+}

@@ -11,6 +11,7 @@ mod job;
 mod name_error;
 pub mod names;
 mod output;
+mod reflog;
 mod search;
 mod single;
 mod symlinks;

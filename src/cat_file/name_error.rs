@@ -27,6 +27,9 @@ pub enum NameError {
     /// `:<path>` or `:<n>:<path>` in a repository without an index (git's `diagnose_invalid_index_path`).
     #[error("path '{}' does not exist (neither on disk nor in the index)", crate::fatal::Bytes(.0))]
     NotInIndex(Vec<u8>),
+    /// `<ref>@{<n>}` past the end of the reflog: git dies with this message.
+    #[error("{0}")]
+    Reflog(String),
     /// A form of name that cat-blobd does not resolve.
     #[error("cat-blobd cat-file does not support {form} in object names: '{}'", crate::fatal::Bytes(.name))]
     Unsupported { form: &'static str, name: Vec<u8> },

@@ -10,9 +10,9 @@ use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup
 
 use super::ambiguous::{self, Needs};
 pub use super::name_error::NameError;
-use super::search;
 use super::symlinks::{self, Followed};
 use super::tree;
+use super::{reflog, search};
 use crate::store::{PrefixMatch, Resolver, Store};
 
 /// A resolved name: the object and, for `<rev>:<path>`, the tree entry's mode.
@@ -61,6 +61,7 @@ impl Names<'_> {
             mode: None,
             failure: None,
             unsupported: None,
+            ref_name: None,
         };
         let parsed = gix_revision::spec::parse(name.into(), &mut spec);
         if let Some(form) = spec.unsupported {
@@ -195,6 +196,8 @@ struct Spec<'n, 'a> {
     mode: Option<u32>,
     failure: Option<Failure>,
     unsupported: Option<&'static str>,
+    /// The reference name last looked up, for a `@{<n>}` after it.
+    ref_name: Option<Vec<u8>>,
 }
 
 fn stop() -> gix_error::Error {
@@ -354,6 +357,7 @@ impl Spec<'_, '_> {
 
 impl delegate::Revision for Spec<'_, '_> {
     fn find_ref(&mut self, name: &gix_object::bstr::BStr) -> gix_error::Result {
+        self.ref_name = Some(name.to_vec());
         match self.names.find_ref(name, false) {
             Some(id) => self.set(id),
             None => self.fail(NameError::Missing),
@@ -391,11 +395,40 @@ impl delegate::Revision for Spec<'_, '_> {
         }
     }
 
-    fn reflog(&mut self, _query: ReflogLookup) -> gix_error::Result {
-        self.unsupported("reflog entries (<ref>@{<n>} or <ref>@{<date>})")
+    fn reflog(&mut self, query: ReflogLookup) -> gix_error::Result {
+        let refs = &self.names.refs;
+        // `<name>@{…}` reads the reflog of the reference `<name>` names (none: no such name); `@{…}` that of
+        // the branch HEAD is on, with or without a reflog.
+        let (log, shown) = match self.ref_name.take() {
+            Some(name) => match reflog::find(refs, &name) {
+                Some(log) => (log, name),
+                None => return self.fail(NameError::Missing),
+            },
+            None => match reflog::of_head(refs) {
+                Some(log) => {
+                    let shown = reflog::short_name(&log);
+                    (log, shown)
+                }
+                None => return self.fail(NameError::Missing),
+            },
+        };
+        match query {
+            ReflogLookup::Entry(n) => {
+                let found = reflog::nth(refs, &log, n, &shown).map(Some);
+                self.step(found)
+            }
+            ReflogLookup::Date(_) => match reflog::by_date_if_empty(refs, &log) {
+                Some(err) => self.fail(err),
+                None => self.unsupported("reflog entries by date (<ref>@{<date>})"),
+            },
+        }
     }
 
     fn nth_checked_out_branch(&mut self, _branch_no: usize) -> gix_error::Result {
+        // git finds the branch in HEAD's reflog: without one (a bare repository) the name names nothing.
+        if !self.names.refs.git_dir().join("logs/HEAD").is_file() {
+            return self.fail(NameError::Missing);
+        }
         self.unsupported("previously checked-out branches (@{-<n>})")
     }
 

@@ -96,6 +96,7 @@ fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFil
             | NameError::InvalidRev(_)
             | NameError::Unsupported { .. }
             | NameError::RelativePath
+            | NameError::Reflog(_)
             | NameError::NotInIndex(_)
             | NameError::Read(_)),
         ) => Err(err.into()),
