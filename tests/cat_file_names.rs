@@ -373,7 +373,8 @@ fn at_sign_names_in_a_bare_repository() {
 }
 
 /// `<ref>@{<n>}` read from the reflog, as git's t1006 uses it (`foo@@{0}:hello`), and past its end: the value
-/// before the oldest entry, then git's `only has <n> entries`.
+/// before the oldest entry, then git's `only has <n> entries`. `@{-<n>}`: the branch, or the detached commit,
+/// HEAD was on before its n-th newest checkout.
 #[test]
 fn at_sign_names_read_the_reflog() {
     static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
@@ -400,6 +401,12 @@ fn at_sign_names_read_the_reflog() {
         "refs/heads/main@{2}",
         "main@{1}~1",
         "main@{1}^{tree}",
+        "@{-1}",
+        "@{-2}",
+        "@{-3}",
+        "@{-4}",
+        "@{-1}~1",
+        "@{-2}:hello",
     ];
     same(&dir, &["--batch-check"], &lines(&names, b'\n'));
     for name in ["main@{4}", "HEAD@{6}", "foo@@{2}"] {

@@ -424,12 +424,22 @@ impl delegate::Revision for Spec<'_, '_> {
         }
     }
 
-    fn nth_checked_out_branch(&mut self, _branch_no: usize) -> gix_error::Result {
-        // git finds the branch in HEAD's reflog: without one (a bare repository) the name names nothing.
-        if !self.names.refs.git_dir().join("logs/HEAD").is_file() {
+    fn nth_checked_out_branch(&mut self, branch_no: usize) -> gix_error::Result {
+        // git finds the branch in HEAD's reflog: without one (a bare repository) the name names nothing. A
+        // detached HEAD was recorded by its id; a branch is then looked up by git's rules.
+        let Some(branch) = reflog::nth_prior_checkout(&self.names.refs, branch_no) else {
             return self.fail(NameError::Missing);
+        };
+        let hex_len = self.names.store.object_hash().len_in_hex();
+        if branch.len() == hex_len
+            && let Ok(id) = ObjectId::from_hex(&branch)
+        {
+            return self.set(id);
         }
-        self.unsupported("previously checked-out branches (@{-<n>})")
+        match self.names.find_ref(&branch, false) {
+            Some(id) => self.set(id),
+            None => self.fail(NameError::Missing),
+        }
     }
 
     fn sibling_branch(&mut self, _kind: SiblingBranch) -> gix_error::Result {

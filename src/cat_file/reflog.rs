@@ -86,6 +86,19 @@ pub(crate) fn by_date_if_empty(refs: &gix_ref::file::Store, log: &Log) -> Option
     empty.then(|| NameError::Reflog(format!("log for {} is empty", crate::fatal::Bytes(&log.name))))
 }
 
+/// `@{-<n>}` (git's `interpret_nth_prior_checkout`): the branch (or id) HEAD was on before the `n`-th newest
+/// `checkout: moving from <a> to <b>` in HEAD's reflog.
+pub(crate) fn nth_prior_checkout(refs: &gix_ref::file::Store, n: usize) -> Option<Vec<u8>> {
+    let text = std::fs::read(log_path(refs, b"HEAD")).ok()?;
+    let mut moves = text.split(|&b| b == b'\n').rev().filter_map(|line| {
+        let message = &line[memchr::memchr(b'\t', line)? + 1..];
+        let from = message.strip_prefix(b"checkout: moving from ")?;
+        let to = memchr::memmem::find(from, b" to ")?;
+        Some(from[..to].to_vec())
+    });
+    moves.nth(n.checked_sub(1)?)
+}
+
 /// The name of the log, as git's messages about `@{<n>}` give it: a branch by its short name, else `HEAD`.
 pub(crate) fn short_name(log: &Log) -> Vec<u8> {
     log.name.strip_prefix(b"refs/heads/").map_or_else(|| b"HEAD".to_vec(), <[u8]>::to_vec)
