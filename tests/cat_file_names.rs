@@ -415,3 +415,32 @@ fn at_sign_names_read_the_reflog() {
     }
     same(&dir, &["-p", "foo@@{0}:hello"], b"");
 }
+
+/// Regression: for a name git never takes apart (`<rev>..`, `<rev>^!`, a `/` after a step, `<ref>@{0}` without
+/// a reflog), cat-blobd printed what its steps found on the way (a peel's or a parent's complaint, "refname is
+/// ambiguous", the candidates of an abbreviation); git tries the whole name as a reference and says nothing.
+#[test]
+fn names_git_does_not_take_apart_print_nothing_on_the_way() {
+    let dir = repo("names.git");
+    let (ref_like, ambiguous) = (fixture_word("ref-like-hex"), fixture_word("ambiguous"));
+    let names = [
+        "HEAD^{tag}..".to_owned(),
+        "HEAD^{tag}..HEAD".to_owned(),
+        "HEAD^{tree}~1/".to_owned(),
+        "HEAD^{tree}^^!".to_owned(),
+        "HEAD^{blob}^{/a}/".to_owned(),
+        "dup^!".to_owned(),
+        "dup..".to_owned(),
+        "dup@{0}".to_owned(),
+        "dup^{commit}".to_owned(),
+        format!("{ref_like}^!"),
+        format!("{ref_like}@{{0}}"),
+        format!("{ref_like}.."),
+        format!("{ref_like}~1"),
+        format!("{ambiguous}^!"),
+        format!("{ambiguous}@{{0}}"),
+        format!("{ambiguous}~1/"),
+        format!("{ambiguous}~1"),
+    ];
+    same(&dir, &["--batch-check"], &lines(&names, b'\n'));
+}

@@ -62,6 +62,7 @@ impl Names<'_> {
             failure: None,
             unsupported: None,
             ref_name: None,
+            loud: loud(name),
         };
         let parsed = gix_revision::spec::parse(name.into(), &mut spec);
         if let Some(form) = spec.unsupported {
@@ -85,10 +86,10 @@ impl Names<'_> {
 
     /// A reference by the name the user gave, in git's lookup order, followed to its object. Like git
     /// (`core.warnAmbiguousRefs`), warns when the name matches refs by more than one of git's rules, or when
-    /// `also_an_id` (it is an abbreviated id of an object too).
-    fn find_ref(&self, name: &[u8], also_an_id: bool) -> Option<ObjectId> {
+    /// `also_an_id` (it is an abbreviated id of an object too); but only if `warn` (git looks the name up at all).
+    fn find_ref(&self, name: &[u8], also_an_id: bool, warn: bool) -> Option<ObjectId> {
         let id = self.follow(name)?;
-        if also_an_id || self.rule_matches(name) > 1 {
+        if warn && (also_an_id || self.rule_matches(name) > 1) {
             let warning = format!("warning: refname '{}' is ambiguous.\n", crate::fatal::Bytes(name));
             self.messages.write(warning.as_bytes());
         }
@@ -152,6 +153,17 @@ fn nth_onion(name: &[u8], n: usize) -> &[u8] {
     name
 }
 
+/// Does git walk the steps of `name` (and so print their complaints)? Only if its `<rev>` is a base followed by
+/// what git's `get_oid_1` takes apart (`^{…}`, `^<n>`, `~<n>`); with anything else after them (`..`, `^!`, `/`)
+/// git takes the whole `<rev>` for a reference, finds none, and says nothing.
+fn loud(name: &[u8]) -> bool {
+    let rev = rev_before_path(name);
+    match memchr::memchr2(b'^', b'~', rev) {
+        Some(first) => ambiguous::looked_up(&rev[first..]),
+        None => true,
+    }
+}
+
 /// The length in hex of the ids of the hash that is not `hash`.
 fn other_hash_hex_len(hash: gix_hash::Kind) -> usize {
     match hash {
@@ -198,6 +210,8 @@ struct Spec<'n, 'a> {
     unsupported: Option<&'static str>,
     /// The reference name last looked up, for a `@{<n>}` after it.
     ref_name: Option<Vec<u8>>,
+    /// Does git get as far as the steps of this name, and so say what it says on the way (see [`loud`])?
+    loud: bool,
 }
 
 fn stop() -> gix_error::Error {
@@ -294,7 +308,9 @@ impl Spec<'_, '_> {
         if !describe {
             // git lists only the fitting candidates when several fit, and all of them when none does.
             let shown = if fitting.len() > 1 { &fitting } else { &candidates };
-            ambiguous::report(store, self.names.resolver, self.names.messages, &text, shown);
+            if self.loud {
+                ambiguous::report(store, self.names.resolver, self.names.messages, &text, shown);
+            }
         }
         let stays = describe || suffix.is_some_and(ambiguous::stays_ambiguous);
         self.failure = Some(Failure::Ambiguous { stays, candidates });
@@ -317,7 +333,9 @@ impl Spec<'_, '_> {
                     "error: {}: expected {kind} type, but the object dereferences to {reached} type\n",
                     crate::fatal::Bytes(onion)
                 );
-                self.names.messages.write(message.as_bytes());
+                if self.loud {
+                    self.names.messages.write(message.as_bytes());
+                }
                 Ok(None)
             }
             peeled => Ok(peeled.and_then(Result::ok)),
@@ -338,10 +356,22 @@ impl Spec<'_, '_> {
             Some(other) => {
                 // git 2.55 names the object as given (2.47 named the tag's target).
                 let message = format!("error: object {id} is a {other}, not a commit\n");
-                self.names.messages.write(message.as_bytes());
+                if self.loud {
+                    self.names.messages.write(message.as_bytes());
+                }
                 Ok(None)
             }
             None => Ok(None),
+        }
+    }
+
+    /// Does git look `reference` up by that name? Only when it starts the name and what follows is something
+    /// git's `get_oid_1` takes apart (`^{…}`, `^<n>`, `~<n>`, `:<path>`); before `^!`, `..` or `@{…}` git
+    /// tries the whole name, finds nothing, and says nothing about the reference.
+    fn looked_up_as_ref(&self, reference: &[u8]) -> bool {
+        match self.name.get(..reference.len()) {
+            Some(start) if start.eq_ignore_ascii_case(reference) => ambiguous::looked_up(&self.name[reference.len()..]),
+            _ => false,
         }
     }
 
@@ -358,7 +388,8 @@ impl Spec<'_, '_> {
 impl delegate::Revision for Spec<'_, '_> {
     fn find_ref(&mut self, name: &gix_object::bstr::BStr) -> gix_error::Result {
         self.ref_name = Some(name.to_vec());
-        match self.names.find_ref(name, false) {
+        let warn = self.looked_up_as_ref(name);
+        match self.names.find_ref(name, false, warn) {
             Some(id) => self.set(id),
             None => self.fail(NameError::Missing),
         }
@@ -369,7 +400,7 @@ impl delegate::Revision for Spec<'_, '_> {
         let also_an_id = || matches!(self.names.store.find_prefix(&prefix), PrefixMatch::Unique(_));
         if hint.is_none()
             && self.names.follow(&text).is_some()
-            && let Some(id) = self.names.find_ref(&text, also_an_id())
+            && let Some(id) = self.names.find_ref(&text, also_an_id(), self.looked_up_as_ref(&text))
         {
             // git looks the name up as a reference first.
             return self.set(id);
@@ -436,7 +467,7 @@ impl delegate::Revision for Spec<'_, '_> {
         {
             return self.set(id);
         }
-        match self.names.find_ref(&branch, false) {
+        match self.names.find_ref(&branch, false, true) {
             Some(id) => self.set(id),
             None => self.fail(NameError::Missing),
         }
