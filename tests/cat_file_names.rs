@@ -124,6 +124,16 @@ fn odd_path_forms_name_what_git_names() {
     // A NUL ends the name as git reads it (a C string).
     same(&dir, &["--batch-check", "-z"], b"HEAD:hello.txt\0x\0HEAD:dir\0/sub\0");
     same(&dir, &["--batch-check"], b"HEAD:hello.txt\0x\nHEAD:\0\n");
+    // Only `^{` and `@{` open braces in which a colon does not start the path: git 2.55's get_oid_with_context_1
+    // (2.47 counted every `{`, so `<rev>{:<path>` was not split at the colon).
+    let mut braces = vec!["HEAD@{0}:x", "main^{/a:b}:hello.txt"];
+    if git_is_newest() {
+        braces.extend(["HEAD^{}{:x", "HEAD{:x", "nope{/:/x", "HEAD^{tree}{:/"]);
+    }
+    for name in braces {
+        same(&dir, &["-t", name], b"");
+        same(&dir, &["--batch-check"], format!("{name}\n").as_bytes());
+    }
     for path in ["dir//sub/file", "/hello.txt", "nope", "dir/nope", "objects", ".", "..", "hello.txt/"] {
         for mode in ["-t", "-p", "-e"] {
             same(&dir, &[mode, &format!("HEAD:{path}")], b"");

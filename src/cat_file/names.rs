@@ -172,16 +172,23 @@ fn other_hash_hex_len(hash: gix_hash::Kind) -> usize {
     }
 }
 
-/// The `<rev>` of `<rev>:<path>`: up to the first colon outside braces (git's `get_oid_with_context_1`).
+/// The `<rev>` of `<rev>:<path>`: up to the first colon outside `^{…}` and `@{…}` (git's
+/// `get_oid_with_context_1`).
 fn rev_before_path(name: &[u8]) -> &[u8] {
     let mut depth = 0usize;
-    for (at, byte) in name.iter().enumerate() {
-        match byte {
-            b'{' => depth += 1,
+    let mut at = 0;
+    while at < name.len() {
+        match name[at] {
+            // Only `^{` and `@{` open a brace for git; a lone `{` is part of a name.
+            b'^' | b'@' if name.get(at + 1) == Some(&b'{') => {
+                depth += 1;
+                at += 1;
+            }
             b'}' if depth > 0 => depth -= 1,
             b':' if depth == 0 => return &name[..at],
             _ => {}
         }
+        at += 1;
     }
     name
 }
