@@ -71,9 +71,28 @@ struct Args {
     /// Smoke run: the small generated corpus, 2,000 ids, 3 runs.
     #[arg(long)]
     quick: bool,
+    /// Read the linux.git-scale stand-in instead of the generated corpus: 10,000,000 small blobs in depth-50
+    /// chains, built once by benches/linux-scale.sh under target/bench-corpus/linux-scale/ (about 5 minutes,
+    /// 4 GB of disk).
+    #[arg(long, conflicts_with_all = ["git_dir", "quick"])]
+    linux_scale: bool,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
+}
+
+/// The linux.git-scale stand-in's repository, built by benches/linux-scale.sh the first time.
+fn linux_scale(target: &Path) -> Result<PathBuf> {
+    let dir = target.join("bench-corpus/linux-scale");
+    if !dir.join("COMPLETE").exists() {
+        eprintln!("building the linux-scale stand-in in {} (about 5 minutes)", dir.display());
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/linux-scale.sh");
+        let status = std::process::Command::new("bash").arg(script).arg(&dir).status()?;
+        if !status.success() {
+            bail!("benches/linux-scale.sh failed: {status}");
+        }
+    }
+    Ok(dir.join("repo.git"))
 }
 
 fn parse_count(text: &str) -> Result<usize, String> {
@@ -128,6 +147,7 @@ fn bench(args: Args) -> Result<()> {
 
     let (git_dir, corpus) = match &args.git_dir {
         Some(dir) => (absolute_git_dir(dir)?, None),
+        None if args.linux_scale => (absolute_git_dir(&linux_scale(&target)?)?, None),
         None => {
             let shape = if args.quick { &corpus::SMALL } else { &corpus::FULL };
             let corpus = corpus::ensure(&target, shape)?;

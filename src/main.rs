@@ -112,6 +112,7 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> u8 {
         git_dir: &repo.git_dir,
         common_dir: &repo.common_dir,
         quote_path: repo.config.quote_path,
+        mailmap: &repo.config.mailmap,
         compat_object_format: repo.compat_object_format,
         cache: stream.cache,
         engine: stream.engine,

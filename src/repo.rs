@@ -1,10 +1,50 @@
 //! Finding the repository the way git does, and the few facts about it that reading objects needs.
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::fatal::Bytes;
-use crate::settings::Environment;
+
+/// The environment variables cat-blobd itself reads (gix-discover and gix-config read git's ceiling and
+/// `GIT_CONFIG_COUNT` family themselves).
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    pub git_dir: Option<PathBuf>,
+    pub object_directory: Option<PathBuf>,
+    pub alternate_object_directories: Option<OsString>,
+    pub no_replace_objects: bool,
+    pub replace_ref_base: Option<OsString>,
+    pub alloc_limit: Option<OsString>,
+    /// Where git's configuration files are: `HOME`, `XDG_CONFIG_HOME`, `GIT_CONFIG_NOSYSTEM`,
+    /// `GIT_CONFIG_SYSTEM`, `GIT_CONFIG_GLOBAL` (empty values count as unset, as in git).
+    pub home: Option<PathBuf>,
+    pub xdg_config_home: Option<PathBuf>,
+    pub config_nosystem: Option<OsString>,
+    pub config_system: Option<PathBuf>,
+    pub config_global: Option<PathBuf>,
+}
+
+impl Environment {
+    /// This process's environment.
+    pub fn from_process() -> Environment {
+        let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+        let path = |name: &str| var(name).map(PathBuf::from);
+        Environment {
+            // An empty GIT_DIR names no repository (an error), not the default.
+            git_dir: std::env::var_os("GIT_DIR").map(PathBuf::from),
+            object_directory: std::env::var_os("GIT_OBJECT_DIRECTORY").map(PathBuf::from),
+            alternate_object_directories: std::env::var_os("GIT_ALTERNATE_OBJECT_DIRECTORIES"),
+            no_replace_objects: std::env::var_os("GIT_NO_REPLACE_OBJECTS").is_some(),
+            replace_ref_base: std::env::var_os("GIT_REPLACE_REF_BASE"),
+            alloc_limit: std::env::var_os("GIT_ALLOC_LIMIT"),
+            home: path("HOME"),
+            xdg_config_home: path("XDG_CONFIG_HOME"),
+            config_nosystem: var("GIT_CONFIG_NOSYSTEM"),
+            config_system: path("GIT_CONFIG_SYSTEM"),
+            config_global: path("GIT_CONFIG_GLOBAL"),
+        }
+    }
+}
 
 /// A repository as far as cat-blobd cares: where its objects live and which hash names them.
 #[derive(Debug, Clone)]
@@ -22,8 +62,8 @@ pub struct Repository {
     pub config: Config,
 }
 
-/// The configuration values git fast-import's read side honours.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The configuration values git fast-import's read side and cat-file honour.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// `core.quotePath` (default true): quote bytes ≥ 0x80 in printed paths.
     pub quote_path: bool,
@@ -31,11 +71,33 @@ pub struct Config {
     pub ignore_case: bool,
     /// `core.useReplaceRefs` (default true).
     pub use_replace_refs: bool,
+    /// `core.bigFileThreshold` (default 512 MiB): blobs larger than this are streamed, not held whole.
+    pub big_file_threshold: u64,
+    /// Where `cat-file --use-mailmap` reads the mailmap from.
+    pub mailmap: MailmapConfig,
+}
+
+/// `mailmap.file`, `mailmap.blob` and whether the repository is bare (then the blob defaults to
+/// `HEAD:.mailmap`, and no `.mailmap` file is read from the current directory).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MailmapConfig {
+    /// `mailmap.file`, with a leading `~/` expanded as git expands a pathname.
+    pub file: Option<PathBuf>,
+    /// `mailmap.blob`: an object name.
+    pub blob: Option<Vec<u8>>,
+    /// `core.bare`; unset: the git directory is not named `.git`.
+    pub bare: bool,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { quote_path: true, ignore_case: false, use_replace_refs: true }
+        Config {
+            quote_path: true,
+            ignore_case: false,
+            use_replace_refs: true,
+            big_file_threshold: crate::store::DEFAULT_BIG_FILE_THRESHOLD,
+            mailmap: MailmapConfig::default(),
+        }
     }
 }
 
@@ -162,7 +224,25 @@ fn read_config(git_dir: &Path, common_dir: &Path, env: &Environment) -> Result<C
         quote_path: flag("core.quotePath", true)?,
         ignore_case: flag("core.ignoreCase", false)?,
         use_replace_refs: flag("core.useReplaceRefs", true)?,
+        big_file_threshold: match config.integer("core.bigFileThreshold") {
+            Ok(Some(value)) => u64::try_from(value).unwrap_or(0),
+            Ok(None) => crate::store::DEFAULT_BIG_FILE_THRESHOLD,
+            Err(err) => return Err(error(&common_dir.join("config"), &err)),
+        },
+        mailmap: MailmapConfig {
+            file: config.string("mailmap.file").map(|path| expand_home(&path, home.as_deref())),
+            blob: config.string("mailmap.blob").map(|name| name.to_vec()),
+            bare: flag("core.bare", git_dir.file_name() != Some(OsStr::new(".git")))?,
+        },
     })
+}
+
+/// git's pathname config values: a leading `~/` is the home directory.
+fn expand_home(path: &[u8], home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix(b"~/"), home) {
+        (Some(rest), Some(home)) => home.join(OsStr::from_bytes(rest)),
+        _ => PathBuf::from(OsStr::from_bytes(path)),
+    }
 }
 
 /// `extensions.worktreeConfig` in the repository's own config turns on `config.worktree`.

@@ -1,8 +1,8 @@
 //! Configuration, assembled once: cat-blobd's flags, the environment and git's configuration go in; the store and
 //! the settings of every stream come out (ripgrep's low-level to high-level args). Nothing else in the crate
-//! reads the environment, so a daemon serving many streams and a one-shot run see the same values, and tests can
-//! pass any environment without touching the process's.
-use std::ffi::OsString;
+//! reads the environment (`repo::Environment` is read once, by the binary), so a daemon serving many streams and a
+//! one-shot run see the same values, and tests can pass any environment without touching the process's. Opening
+//! the repository (`repo`) is a step of assembling, and knows nothing of it.
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -13,51 +13,11 @@ use crate::fast_import::ls::LsOptions;
 use crate::fast_import::write_through::WriteThrough;
 use crate::git_compat::parse_ulong::git_parse_ulong;
 use crate::quota::Limit;
+pub use crate::repo::Environment;
 use crate::repo::{RepoError, Repository};
 use crate::store::cache::SharedCache;
 use crate::store::stream::StreamBlobLimits;
 use crate::store::{Replacements, Store, StoreOptions};
-
-/// The environment variables cat-blobd itself reads (gix-discover and gix-config read git's ceiling and
-/// `GIT_CONFIG_COUNT` family themselves).
-#[derive(Debug, Clone, Default)]
-pub struct Environment {
-    pub git_dir: Option<PathBuf>,
-    pub object_directory: Option<PathBuf>,
-    pub alternate_object_directories: Option<OsString>,
-    pub no_replace_objects: bool,
-    pub replace_ref_base: Option<OsString>,
-    pub alloc_limit: Option<OsString>,
-    /// Where git's configuration files are: `HOME`, `XDG_CONFIG_HOME`, `GIT_CONFIG_NOSYSTEM`,
-    /// `GIT_CONFIG_SYSTEM`, `GIT_CONFIG_GLOBAL` (empty values count as unset, as in git).
-    pub home: Option<PathBuf>,
-    pub xdg_config_home: Option<PathBuf>,
-    pub config_nosystem: Option<OsString>,
-    pub config_system: Option<PathBuf>,
-    pub config_global: Option<PathBuf>,
-}
-
-impl Environment {
-    /// This process's environment.
-    pub fn from_process() -> Environment {
-        let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
-        let path = |name: &str| var(name).map(PathBuf::from);
-        Environment {
-            // An empty GIT_DIR names no repository (an error), not the default.
-            git_dir: std::env::var_os("GIT_DIR").map(PathBuf::from),
-            object_directory: std::env::var_os("GIT_OBJECT_DIRECTORY").map(PathBuf::from),
-            alternate_object_directories: std::env::var_os("GIT_ALTERNATE_OBJECT_DIRECTORIES"),
-            no_replace_objects: std::env::var_os("GIT_NO_REPLACE_OBJECTS").is_some(),
-            replace_ref_base: std::env::var_os("GIT_REPLACE_REF_BASE"),
-            alloc_limit: std::env::var_os("GIT_ALLOC_LIMIT"),
-            home: path("HOME"),
-            xdg_config_home: path("XDG_CONFIG_HOME"),
-            config_nosystem: var("GIT_CONFIG_NOSYSTEM"),
-            config_system: path("GIT_CONFIG_SYSTEM"),
-            config_global: path("GIT_CONFIG_GLOBAL"),
-        }
-    }
-}
 
 /// What went wrong assembling the settings.
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +62,7 @@ pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<Assembl
         replacements,
         max_object_size: cli.max_object_size,
         alternate_object_directories: env.alternate_object_directories.clone(),
+        big_file_threshold: repo.config.big_file_threshold,
         ..Default::default()
     };
     if let Some(limit) = alloc_limit(env)? {

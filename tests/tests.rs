@@ -2,6 +2,7 @@
 //! frontend, corrupt-input smoke tests, and checks of the checked-in fixture outputs. Helpers live in `util`.
 
 mod cat_file;
+mod cat_file_255;
 mod cat_file_names;
 mod clients;
 mod corrupt;
@@ -15,6 +16,7 @@ mod inflate_prefix;
 mod interactive;
 mod ls;
 mod pinned;
+mod scale;
 mod server;
 mod server_cat_file;
 mod server_hardening;

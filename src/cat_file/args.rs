@@ -4,6 +4,8 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 
+use super::filter::FilterSpec;
+
 /// `-e`, `-p`, `-t`, `-s`, `--batch-all-objects`, `--textconv`, `--filters`: git's `OPT_CMDMODE`s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CmdMode {
@@ -42,8 +44,9 @@ pub enum BatchMode {
 pub struct Args {
     pub mode: Option<CmdMode>,
     pub batch: Option<(BatchMode, Option<Vec<u8>>)>,
-    pub allow_unknown_type: bool,
     pub mailmap: bool,
+    /// `--filter=<spec>`, `--no-filter`.
+    pub filter: FilterSpec,
     /// `-z`: NUL-terminated input.
     pub nul_input: bool,
     /// `-Z`: NUL-terminated input and output.
@@ -55,12 +58,15 @@ pub struct Args {
     pub rest: Vec<Vec<u8>>,
 }
 
-/// A usage error: `error: <message>` (parse-options' own) or `fatal: <message>` (`usage_msg_opt`), then the
-/// usage, exit 129.
+/// A usage error, exit 129: parse-options' own `error: <message>` (alone, or with the usage after an unknown
+/// option), or `fatal: <message>` (`usage_msg_opt`) and the usage.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UsageError {
     #[error("error: {0}")]
     Error(String),
+    /// An unknown option or switch: the message and the usage.
+    #[error("error: {0}")]
+    Unknown(String),
     #[error("fatal: {0}")]
     Fatal(String),
     /// `-h`: the usage on stdout.
@@ -75,17 +81,58 @@ pub enum UsageError {
     /// No arguments at all: the usage alone on stderr.
     #[error("usage")]
     Usage,
+    /// git's `usage()`/`usagef()`: `usage: <message>` alone, exit 129.
+    #[error("usage: {0}")]
+    Short(String),
 }
 
+/// git 2.55's usage and options, as every usage error prints them after its message.
 pub const USAGE: &str = "usage: git cat-file <type> <object>
-   or: git cat-file (-e | -p) <object>
-   or: git cat-file (-t | -s) [--allow-unknown-type] <object>
+   or: git cat-file (-e | -p | -t | -s) <object>
    or: git cat-file (--textconv | --filters)
                     [<rev>:<path|tree-ish> | --path=<path|tree-ish> <rev>]
    or: git cat-file (--batch | --batch-check | --batch-command) [--batch-all-objects]
                     [--buffer] [--follow-symlinks] [--unordered]
                     [--textconv | --filters] [-Z]
+
+Check object existence or emit object contents
+    -e                    check if <object> exists
+    -p                    pretty-print <object> content
+
+Emit [broken] object attributes
+    -t                    show object type (one of 'blob', 'tree', 'commit', 'tag', ...)
+    -s                    show object size
+    --[no-]use-mailmap    use mail map file
+    --[no-]mailmap ...    alias of --use-mailmap
+
+Batch objects requested on stdin (or --batch-all-objects)
+    --batch[=<format>]    show full <object> or <rev> contents
+    --batch-check[=<format>]
+                          like --batch, but don't emit <contents>
+    -Z                    stdin and stdout is NUL-terminated
+    --batch-command[=<format>]
+                          read commands from stdin
+    --batch-all-objects   with --batch[-check]: ignores stdin, batches all known objects
+
+Change or optimize batch output
+    --[no-]buffer         buffer --batch output
+    --[no-]follow-symlinks
+                          follow in-tree symlinks
+    --[no-]unordered      do not order objects before emitting them
+
+Emit object (blob or tree) with conversion or filter (stand-alone, or with batch)
+    --textconv            run textconv on object's content
+    --filters             run filters on object's content
+    --[no-]path blob|tree use a <path> for (--textconv | --filters); Not with 'batch'
+    --[no-]filter <args>  object filtering
+
 ";
+
+/// What `-h` and an unknown option print: the same, but for one line (git shows the alias's argument only once
+/// parsing is over).
+pub fn help() -> String {
+    USAGE.replacen("--[no-]mailmap ...    ", "--[no-]mailmap        ", 1)
+}
 
 /// Parses the arguments after `cat-file`.
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, UsageError> {
@@ -103,7 +150,9 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, UsageErro
             };
             let name = String::from_utf8_lossy(name).into_owned();
             let value = match (name.as_str(), value) {
-                ("path", None) => Some(args.next().ok_or_else(|| error("option `path' requires a value"))?),
+                ("path" | "filter", None) => {
+                    Some(args.next().ok_or_else(|| error(format!("option `{name}' requires a value")))?)
+                }
                 (_, value) => value,
             };
             parsed.long(&name, value)?;
@@ -132,7 +181,7 @@ impl Args {
             b'z' => self.nul_input = true,
             b'Z' => self.nul = true,
             b'h' => return Err(UsageError::Help),
-            other => return Err(error(format!("unknown switch `{}'", other as char))),
+            other => return Err(UsageError::Unknown(format!("unknown switch `{}'", other as char))),
         }
         Ok(())
     }
@@ -155,6 +204,12 @@ impl Args {
                 self.path = value.filter(|_| name == "path");
                 Ok(())
             }
+            "filter" => {
+                let spec = value.expect("parse gives `--filter` its value");
+                self.filter = self.filter.with(&spec).map_err(|err| UsageError::Die(err.0))?;
+                Ok(())
+            }
+            "no-filter" => flag(&value).map(|_| self.filter = FilterSpec::None),
             "help-all" => Err(UsageError::Help),
             _ => {
                 let (negated, base) = match name.strip_prefix("no-") {
@@ -166,11 +221,12 @@ impl Args {
                         self.buffer = Some(!negated && flag(&value)?);
                         return Ok(());
                     }
-                    "allow-unknown-type" => &mut self.allow_unknown_type,
+                    // A no-op since git 2.50, hidden from the usage.
+                    "allow-unknown-type" => &mut false,
                     "use-mailmap" | "mailmap" => &mut self.mailmap,
                     "follow-symlinks" => &mut self.follow_symlinks,
                     "unordered" => &mut self.unordered,
-                    _ => return Err(error(format!("unknown option `{name}'"))),
+                    _ => return Err(UsageError::Unknown(format!("unknown option `{name}'"))),
                 };
                 *target = !negated && flag(&value)?;
                 Ok(())
@@ -218,8 +274,8 @@ mod tests {
             parse_str(&["-t", "-p"]).unwrap_err(),
             UsageError::Error("options '-p' and '-t' cannot be used together".into())
         );
-        assert_eq!(parse_str(&["-q"]).unwrap_err(), UsageError::Error("unknown switch `q'".into()));
-        assert_eq!(parse_str(&["--bogus"]).unwrap_err(), UsageError::Error("unknown option `bogus'".into()));
+        assert_eq!(parse_str(&["-q"]).unwrap_err(), UsageError::Unknown("unknown switch `q'".into()));
+        assert_eq!(parse_str(&["--bogus"]).unwrap_err(), UsageError::Unknown("unknown option `bogus'".into()));
         assert_eq!(parse_str(&["--", "-p"]).unwrap().rest, vec![b"-p".to_vec()]);
     }
 }

@@ -7,13 +7,16 @@ use std::io::Read;
 use std::sync::atomic::Ordering;
 
 use super::args::{Args, BatchMode, CmdMode};
+use super::filter::FilterSpec;
 use super::format::Format;
 use super::job::{ObjectJob, Settings, Worker};
+use super::mailmap::{Mailmap, parse_maybe_bool};
 use super::names::{NameError, Names};
-use super::{CatFileError, Io, Outcome};
-use crate::engine::{Engine, EngineConfig, Target};
+use super::{CatFileError, Io, Outcome, Repo};
+use crate::engine::{Engine, Target};
 use crate::fatal::Bytes;
 use crate::line_reader::LineReader;
+use crate::repo::MailmapConfig;
 use crate::response::encode::Response;
 use crate::store::{ObjectId, Place, Resolver};
 
@@ -27,12 +30,21 @@ struct Batch<'b, 'scope, 's, 'j> {
     io: &'b Io<'b>,
     /// Objects asked for so far.
     requests: u64,
+    /// The mailmap is on (`--use-mailmap`, then each `mailmap <bool>`).
+    mailmap: bool,
+    mailmap_config: &'b MailmapConfig,
+}
+
+/// A `--batch-command` command, queued until `flush` with `--buffer`.
+enum Command {
+    Object { contents: bool, name: Vec<u8> },
+    Mailmap(Vec<u8>),
 }
 
 pub(crate) fn run(
     args: &Args,
     mut names: Names<'_>,
-    config: EngineConfig,
+    repo: &Repo<'_>,
     io: &Io<'_>,
     stdin: impl Read,
     outcome: &mut Outcome,
@@ -43,7 +55,15 @@ pub(crate) fn run(
         None => Format::default_format(),
     };
     let all = args.mode == Some(CmdMode::AllObjects);
-    let settings = Settings { format, delimiter: if args.nul { 0 } else { b'\n' }, exact: all };
+    let filter = match args.filter {
+        FilterSpec::Run(filter) => Some(filter),
+        _ => None,
+    };
+    let delimiter = if args.nul { 0 } else { b'\n' };
+    let settings = Settings { format, delimiter, exact: all, filter, mailmap: Default::default() };
+    if args.mailmap {
+        _ = settings.mailmap.set(Mailmap::load(repo.mailmap, &mut names));
+    }
     let settings = &settings;
     std::thread::scope(|scope| {
         let (store, messages) = (names.store, names.messages);
@@ -53,10 +73,18 @@ pub(crate) fn run(
             move || Worker { store, resolver: Resolver::sharing(cache.clone()), messages }
         };
         let output = crate::engine::Output::new(io.stdout).count_bytes_into(io.live.clone());
-        let mut engine = Engine::new(scope, output, config, new_worker);
+        let mut engine = Engine::new(scope, output, repo.engine, new_worker);
         let mut worker = Worker { store, resolver: Resolver::sharing(cache), messages };
-        let mut batch =
-            Batch { names: &mut names, engine: &mut engine, worker: &mut worker, settings, io, requests: 0 };
+        let mut batch = Batch {
+            names: &mut names,
+            engine: &mut engine,
+            worker: &mut worker,
+            settings,
+            io,
+            requests: 0,
+            mailmap: args.mailmap,
+            mailmap_config: repo.mailmap,
+        };
         let result = if all {
             batch.all_objects(args.unordered, mode == BatchMode::Contents)
         } else {
@@ -134,10 +162,10 @@ impl Batch<'_, '_, '_, '_> {
         Ok(())
     }
 
-    /// `--batch-command`: `contents <name>`, `info <name>`, and `flush` (with `--buffer`, which queues the
-    /// others until then: their names are resolved at the flush, as git does).
+    /// `--batch-command`: `contents <name>`, `info <name>`, `mailmap <bool>` and `flush` (with `--buffer`, which
+    /// queues the others until then: their names are resolved at the flush, as git does).
     fn commands<R: Read>(&mut self, reader: &mut LineReader<R>, buffer: bool) -> Result<(), CatFileError> {
-        let mut queued: Vec<(bool, Vec<u8>)> = Vec::new();
+        let mut queued: Vec<Command> = Vec::new();
         let mut record = Vec::new();
         while next_record(reader, &mut record)? {
             if record.is_empty() {
@@ -149,11 +177,18 @@ impl Batch<'_, '_, '_, '_> {
             }
             let (command, argument) = parse_command(line)?;
             let interactive = !reader.has_buffered_line();
-            match command {
+            let command = match command {
                 "flush" if !buffer => return Err(CatFileError::git("flush is only for --buffer mode")),
-                "flush" => self.dispatch(std::mem::take(&mut queued), interactive)?,
-                _ if !buffer => self.one(argument, None, command == "contents", interactive)?,
-                _ => queued.push((command == "contents", argument.to_vec())),
+                "flush" => {
+                    self.dispatch(std::mem::take(&mut queued), interactive)?;
+                    continue;
+                }
+                "mailmap" => Command::Mailmap(argument.to_vec()),
+                _ => Command::Object { contents: command == "contents", name: argument.to_vec() },
+            };
+            match buffer {
+                true => queued.push(command),
+                false => self.run_command(command, interactive)?,
             }
         }
         if std::env::var_os("GIT_TEST_CAT_FILE_NO_FLUSH_ON_EXIT").is_none_or(|v| !git_env_bool(&v)) {
@@ -162,11 +197,29 @@ impl Batch<'_, '_, '_, '_> {
         Ok(())
     }
 
-    /// Answers queued `--batch-command` commands; only the last may run on this thread.
-    fn dispatch(&mut self, queued: Vec<(bool, Vec<u8>)>, interactive: bool) -> Result<(), CatFileError> {
-        let count = queued.len();
-        for (at, (contents, name)) in queued.into_iter().enumerate() {
-            self.one(&name, None, contents, interactive && at + 1 == count)?;
+    /// Runs queued `--batch-command` commands; only the last object may run on this thread.
+    fn dispatch(&mut self, queued: Vec<Command>, interactive: bool) -> Result<(), CatFileError> {
+        let last_object = queued.iter().rposition(|command| matches!(command, Command::Object { .. }));
+        for (at, command) in queued.into_iter().enumerate() {
+            self.run_command(command, interactive && Some(at) == last_object)?;
+        }
+        Ok(())
+    }
+
+    fn run_command(&mut self, command: Command, interactive: bool) -> Result<(), CatFileError> {
+        match command {
+            Command::Object { contents, name } => self.one(&name, None, contents, interactive),
+            Command::Mailmap(value) => self.set_mailmap(&value),
+        }
+    }
+
+    /// `mailmap <bool>` (git 2.55): turns the mailmap on or off for the requests after it; it is read the first
+    /// time it is turned on.
+    fn set_mailmap(&mut self, value: &[u8]) -> Result<(), CatFileError> {
+        self.mailmap = parse_maybe_bool(value)
+            .ok_or_else(|| CatFileError::git(format!("mailmap: invalid boolean '{}'", Bytes(value))))?;
+        if self.mailmap && self.settings.mailmap.get().is_none() {
+            _ = self.settings.mailmap.set(Mailmap::load(self.mailmap_config, self.names));
         }
         Ok(())
     }
@@ -242,6 +295,7 @@ impl Batch<'_, '_, '_, '_> {
             rest: rest.map(<[u8]>::to_vec),
             mode: named.and_then(|n| n.mode),
             contents,
+            mailmap: self.mailmap,
             place,
             store: std::marker::PhantomData,
         };
@@ -253,7 +307,11 @@ impl Batch<'_, '_, '_, '_> {
         let store = self.names.store;
         if unordered {
             let mut objects = Vec::new();
-            store.for_each_object_unordered(|id, place| objects.push((id, place)));
+            match self.settings.filter {
+                // git walks a pack bitmap to filter, which changes the order.
+                Some(_) => store.for_each_object_bitmap_first(|id, place| objects.push((id, place))),
+                None => store.for_each_object_unordered(|id, place| objects.push((id, place))),
+            }
             for (id, place) in objects {
                 self.check_interrupted()?;
                 self.count();
@@ -272,7 +330,7 @@ impl Batch<'_, '_, '_, '_> {
 
 /// Splits a `--batch-command` line into its command and argument, with git's messages.
 fn parse_command(line: &[u8]) -> Result<(&'static str, &[u8]), CatFileError> {
-    for (command, takes_argument) in [("contents", true), ("info", true), ("flush", false)] {
+    for (command, takes_argument) in [("contents", true), ("info", true), ("flush", false), ("mailmap", true)] {
         let Some(after) = line.strip_prefix(command.as_bytes()) else { continue };
         if takes_argument {
             return match after.strip_prefix(b" ") {

@@ -1,12 +1,18 @@
 //! The part of a batch answer that runs on the engine's resolver threads: looking the object up (type and size
 //! from headers, or the whole object for `--batch` contents) and formatting its answer. Names are resolved
 //! before, in order, on the front end's thread.
+use std::sync::OnceLock;
+
+use gix_object::Kind;
+
 use super::CatFileError;
+use super::filter::Filter;
 use super::format::{Fields, Format};
+use super::mailmap::Mailmap;
 use super::output::Messages;
 use crate::engine::Job;
 use crate::response::encode::Response;
-use crate::store::{Damage, Info, ObjectId, Place, ReadError, Resolver, Store};
+use crate::store::{Answer, Damage, Data, Info, Object, ObjectId, Place, ReadError, Resolver, Store};
 
 /// A resolver thread's scratch state.
 pub(crate) struct Worker<'s> {
@@ -19,8 +25,20 @@ pub(crate) struct Worker<'s> {
 pub(crate) struct Settings {
     pub(crate) format: Format,
     pub(crate) delimiter: u8,
-    /// `--batch-all-objects` reads objects as stored: replace refs are off.
+    /// `--batch-all-objects` reads objects as stored: replace refs are off, and filtered objects are left out
+    /// rather than answered `excluded`.
     pub(crate) exact: bool,
+    /// `--filter=<spec>`.
+    pub(crate) filter: Option<Filter>,
+    /// Loaded (on the front end's thread) the first time the mailmap is turned on.
+    pub(crate) mailmap: OnceLock<Mailmap>,
+}
+
+impl Settings {
+    /// Does every answer need the object's type and size, whatever the format shows?
+    fn needs_info(&self, mailmap: bool) -> bool {
+        self.format.needs_info() || self.filter.is_some() || mailmap
+    }
 }
 
 /// One object to answer for (git's `batch_object_write`).
@@ -33,6 +51,8 @@ pub(crate) struct ObjectJob<'s> {
     /// The tree entry's mode, for a `<rev>:<path>` name (`%(objectmode)`, and `submodule` for a gitlink).
     pub(crate) mode: Option<u32>,
     pub(crate) contents: bool,
+    /// `--use-mailmap`, or `mailmap true` before this request.
+    pub(crate) mailmap: bool,
     /// Where `--batch-all-objects --unordered` found it.
     pub(crate) place: Option<Place>,
     pub(crate) store: std::marker::PhantomData<&'s Store>,
@@ -46,18 +66,23 @@ impl<'s> Job for ObjectJob<'s> {
         // `--batch` without disk atoms: the object itself gives its type and size, so it is read once, not
         // looked up first (git looks it up, then reads it: the same answer). Any error is left to the lookup
         // below, which answers it as git does.
-        if self.contents && self.place.is_none() && !self.settings.format.needs_disk() {
+        if self.contents && self.place.is_none() && !self.settings.format.needs_disk() && self.settings.filter.is_none()
+        {
             let (store, settings) = (worker.store, self.settings);
-            let read = match settings.exact {
-                true => store.read_exact(&self.id, &mut worker.resolver),
-                false => store.read(&self.id, &mut worker.resolver),
-            };
-            match read {
-                Ok(Some(object)) => {
-                    let info =
-                        Info { kind: object.kind, size: object.data.len() as u64, disk_size: 0, delta_base: None };
+            match store.read_for_answer(&self.id, &mut worker.resolver, settings.exact) {
+                Ok(Some(Answer::Big(big))) => {
+                    let info = Info { kind: Kind::Blob, size: big.size(), disk_size: 0, delta_base: None };
                     let line = self.header_line(Some(&info));
-                    return Ok(Response::object(&line, object.data, settings.delimiter));
+                    return Ok(Response::object_answer(&line, Answer::Big(big), settings.delimiter));
+                }
+                Ok(Some(Answer::Whole(object))) => {
+                    let (kind, stored_size) = (object.kind, object.data.len() as u64);
+                    let data = self.mapped(object);
+                    // The mailmap's size is that of a commit or tag (git maps trees too, but keeps their size).
+                    let size = if kind == Kind::Tree { stored_size } else { data.len() as u64 };
+                    let info = Info { kind, size, disk_size: 0, delta_base: None };
+                    let line = self.header_line(Some(&info));
+                    return Ok(Response::object(&line, data, settings.delimiter));
                 }
                 Ok(None) => return Ok(missing(self.name, &self.id, self.mode, settings.delimiter)),
                 Err(_) => {}
@@ -68,46 +93,100 @@ impl<'s> Job for ObjectJob<'s> {
 }
 
 impl ObjectJob<'_> {
-    /// git's order: type and size from the headers (or only whether it exists), then the contents if asked.
+    /// git's order: type and size from the headers (or only whether it exists), the filter, the size the
+    /// mailmap gives, then the contents if asked.
     fn look_up_then_read(self, worker: &mut Worker<'_>) -> Result<Response, CatFileError> {
         let (store, settings) = (worker.store, self.settings);
         let mut info: Option<Info> = None;
-        if !self.contents && !settings.format.needs_info() {
+        if !self.contents && !settings.needs_info(self.mailmap) {
             // A named object is looked up even when the format shows nothing of it (git's
             // `oid_object_info_extended` with an empty request); only --batch-all-objects skips that.
             if !settings.exact && !store.exists(&self.id)? {
                 return Ok(missing(self.name, &self.id, self.mode, settings.delimiter));
             }
         } else {
-            let on_disk = settings.format.needs_disk();
-            let found = match (&self.place, settings.exact) {
-                (Some(place), _) => store.info_at(&self.id, place, on_disk).map(Some),
-                (None, true) => store.info_exact(&self.id, on_disk),
-                (None, false) => store.info(&self.id, on_disk),
-            };
-            info = match found {
-                Err(ReadError { damage: Damage::UnknownType { header_too_long: true, .. }, .. }) => {
-                    // git reads 32 header bytes: past them it says so and takes the object for missing.
-                    let message = format!("error: header for {} too long, exceeds 32 bytes\n", self.id);
-                    worker.messages.write(message.as_bytes());
-                    None
-                }
-                found => found?,
-            };
-            if info.is_none() {
-                return Ok(missing(self.name, &self.id, self.mode, settings.delimiter));
+            info = self.info(worker)?;
+            let Some(found) = &info else { return Ok(missing(self.name, &self.id, self.mode, settings.delimiter)) };
+            if settings.filter.is_some_and(|filter| filter.excludes(found.kind, found.size)) {
+                return Ok(self.excluded());
             }
+        }
+        let mut object = None;
+        if let Some(found) =
+            info.as_mut().filter(|found| self.mailmap && matches!(found.kind, Kind::Commit | Kind::Tag))
+        {
+            // git reads the object to give the size of what --batch would print.
+            let data = self.mapped(self.read(worker)?);
+            found.size = data.len() as u64;
+            object = Some(data);
         }
         let line = self.header_line(info.as_ref());
         if !self.contents {
             return Ok(Response::Line(line));
         }
-        let object = match settings.exact {
+        let data = match object {
+            Some(data) => data,
+            None => match self.read_answer(worker)? {
+                Answer::Whole(object) => self.mapped(object),
+                big => return Ok(Response::object_answer(&line, big, settings.delimiter)),
+            },
+        };
+        Ok(Response::object(&line, data, settings.delimiter))
+    }
+
+    /// Type and size (and, as the format asks, size on disk and delta base) from the headers; `None`: missing.
+    fn info(&self, worker: &mut Worker<'_>) -> Result<Option<Info>, CatFileError> {
+        let (store, settings) = (worker.store, self.settings);
+        let on_disk = settings.format.needs_disk();
+        let found = match (&self.place, settings.exact) {
+            (Some(place), _) => store.info_at(&self.id, place, on_disk).map(Some),
+            (None, true) => store.info_exact(&self.id, on_disk),
+            (None, false) => store.info(&self.id, on_disk),
+        };
+        match found {
+            Err(ReadError { damage: Damage::UnknownType { header_too_long: true, .. }, .. }) => {
+                // git reads 32 header bytes: past them it says so and takes the object for missing.
+                let message = format!("error: header for {} too long, exceeds 32 bytes\n", self.id);
+                worker.messages.write(message.as_bytes());
+                Ok(None)
+            }
+            found => Ok(found?),
+        }
+    }
+
+    /// The whole object, which the lookup found.
+    fn read(&self, worker: &mut Worker<'_>) -> Result<Object, CatFileError> {
+        let store = worker.store;
+        let object = match self.settings.exact {
             true => store.read_exact(&self.id, &mut worker.resolver)?,
             false => store.read(&self.id, &mut worker.resolver)?,
         };
-        let object = object.ok_or_else(|| CatFileError::git(format!("object {} disappeared", self.id)))?;
-        Ok(Response::object(&line, object.data, settings.delimiter))
+        object.ok_or_else(|| CatFileError::git(format!("object {} disappeared", self.id)))
+    }
+
+    /// The object for `--batch` contents: whole, or a big blob to stream (see `store/big.rs`).
+    fn read_answer(&self, worker: &mut Worker<'_>) -> Result<Answer, CatFileError> {
+        let answer = worker.store.read_for_answer(&self.id, &mut worker.resolver, self.settings.exact)?;
+        answer.ok_or_else(|| CatFileError::git(format!("object {} disappeared", self.id)))
+    }
+
+    /// The object's bytes as the answer gives them: with the mailmap on, its idents mapped (git maps every kind it
+    /// does not stream).
+    fn mapped(&self, object: Object) -> Data {
+        let mailmap = self.settings.mailmap.get().filter(|_| self.mailmap);
+        match mailmap.and_then(|mailmap| mailmap.apply(object.kind, &object.data)) {
+            Some(mapped) => Data::new(mapped),
+            None => object.data,
+        }
+    }
+
+    /// `<name> excluded`: a named object the filter leaves out; nothing for --batch-all-objects.
+    fn excluded(self) -> Response {
+        if self.settings.exact {
+            return Response::Line(Vec::new());
+        }
+        let name = self.name.unwrap_or_else(|| self.id.to_hex().to_string().into_bytes());
+        Response::Line([&name[..], b" excluded", &[self.settings.delimiter]].concat())
     }
 
     /// The answer's line: the format expanded, and the delimiter.

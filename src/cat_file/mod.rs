@@ -6,8 +6,10 @@
 mod ambiguous;
 pub mod args;
 mod batch;
+pub mod filter;
 pub mod format;
 mod job;
+mod mailmap;
 mod name_error;
 pub mod names;
 mod output;
@@ -28,6 +30,7 @@ use crate::fatal::fatal_line;
 use crate::store::cache::SharedCache;
 use crate::store::{ReadError, Resolver, Store};
 use args::{Args, CmdMode, UsageError};
+use filter::FilterSpec;
 use output::{Messages, Output};
 
 /// What `cat-file` needs of the repository besides its objects.
@@ -38,6 +41,8 @@ pub struct Repo<'a> {
     pub common_dir: &'a Path,
     /// `core.quotePath`, for `-p` of trees.
     pub quote_path: bool,
+    /// Where `--use-mailmap` reads the mailmap.
+    pub mailmap: &'a crate::repo::MailmapConfig,
     /// `extensions.compatObjectFormat` is set (ids in the other hash are refused by name).
     pub compat_object_format: bool,
     /// The delta-base cache (a daemon's is shared by all of its streams).
@@ -122,6 +127,16 @@ impl CatFileError {
         CatFileError::Git(message.into())
     }
 
+    /// The object whose zlib stream asks for a preset dictionary, if that is what failed.
+    fn needs_dictionary(&self) -> Option<&crate::store::ObjectId> {
+        match self {
+            CatFileError::Read(err) | CatFileError::Name(names::NameError::Read(err)) => {
+                matches!(err.damage, crate::store::Damage::ZlibDictionary).then_some(&err.oid)
+            }
+            _ => None,
+        }
+    }
+
     /// The message as git words it: an object of an unknown type is just "invalid object type" (git does not
     /// name the object); everything else as displayed.
     fn git_message(&self) -> String {
@@ -165,12 +180,18 @@ pub fn run(
     };
     let mut outcome = Outcome::default();
     let result = match args.batch {
-        Some(_) => batch::run(&args, names, repo.engine, &io, stdin, &mut outcome),
-        None => single_object(&args, names, repo.quote_path, &io, &mut outcome),
+        Some(_) => batch::run(&args, names, repo, &io, stdin, &mut outcome),
+        None => single_object(&args, names, repo, &io, &mut outcome),
     };
     match result {
         Ok(code) => outcome.code = code,
         Err(err) => {
+            if let Some(id) = err.needs_dictionary() {
+                // git's complaints before it gives up on the object.
+                let unpack =
+                    format!("error: inflate: needs dictionary (no message)\nerror: unable to unpack {id} header\n");
+                messages.write(unpack.as_bytes());
+            }
             let message = err.git_message();
             messages.write(&fatal_line(&message));
             outcome.broken_pipe = matches!(&err, CatFileError::Write(write) if write.is_broken_pipe());
@@ -184,13 +205,14 @@ pub fn run(
 /// `-t`, `-s`, `-e`, `-p` and `<type> <object>`: one object, one write.
 fn single_object(
     args: &Args,
-    names: names::Names<'_>,
-    quote_path: bool,
+    mut names: names::Names<'_>,
+    repo: &Repo<'_>,
     io: &Io<'_>,
     outcome: &mut Outcome,
 ) -> Result<u8, CatFileError> {
     let mut out = Output::new(io.stdout);
-    let result = single::run(args, names, quote_path, &mut out);
+    let mailmap = args.mailmap.then(|| mailmap::Mailmap::load(repo.mailmap, &mut names));
+    let result = single::run(args, names, repo.quote_path, mailmap.as_ref(), &mut out);
     // What was answered before a failure is written first, as git writes it before dying.
     let flushed = out.flush();
     (outcome.requests, outcome.bytes) = (1, out.written);
@@ -208,7 +230,7 @@ fn usage(err: UsageError, io: &Io<'_>) -> Outcome {
     let (mut stdout, mut stderr) = (Output::new(io.stdout), Output::new(io.stderr));
     let (code, text) = match err {
         UsageError::Help => {
-            stdout.message(args::USAGE.as_bytes());
+            stdout.message(args::help().as_bytes());
             return Outcome { code: 129, ..Outcome::default() };
         }
         UsageError::Unsupported(_) | UsageError::Die(_) => {
@@ -216,10 +238,9 @@ fn usage(err: UsageError, io: &Io<'_>) -> Outcome {
             (code, format!("{err}\n"))
         }
         UsageError::Usage => (129, args::USAGE.to_owned()),
-        UsageError::Error(_) | UsageError::Fatal(_) => {
-            let separator = if matches!(err, UsageError::Fatal(_)) { "\n\n" } else { "\n" };
-            (129, format!("{err}{separator}{}", args::USAGE))
-        }
+        UsageError::Short(_) | UsageError::Error(_) => (129, format!("{err}\n")),
+        UsageError::Unknown(_) => (129, format!("{err}\n{}", args::help())),
+        UsageError::Fatal(_) => (129, format!("{err}\n\n{}", args::USAGE)),
     };
     stderr.message(text.as_bytes());
     let first_line = text.lines().next().unwrap_or_default();
@@ -233,6 +254,14 @@ fn usage(err: UsageError, io: &Io<'_>) -> Outcome {
 /// git's option checks after parsing, in git's order, and the options cat-blobd refuses.
 fn check(args: Args) -> Result<Args, UsageError> {
     let fatal = |message: String| Err(UsageError::Fatal(message));
+    match args.filter {
+        FilterSpec::None => {}
+        FilterSpec::Run(_) if args.batch.is_none() => {
+            return Err(UsageError::Short("objects filter only supported in batch mode".into()));
+        }
+        FilterSpec::Run(_) => {}
+        FilterSpec::Refused(name) => return Err(UsageError::Short(format!("objects filter not supported: '{name}'"))),
+    }
     let transform = matches!(args.mode, Some(CmdMode::Textconv | CmdMode::Filters));
     if args.path.is_some() && !transform {
         return fatal("'--path=<path|tree-ish>' needs '--filters' or '--textconv'".into());
@@ -265,30 +294,23 @@ fn check(args: Args) -> Result<Args, UsageError> {
             fatal(format!("<rev> required with '{}'", mode.flag()))
         }
         (Some(mode), 0) => fatal(format!("<object> required with '{}'", mode.flag())),
-        (mode, 1) if args.allow_unknown_type && !matches!(mode, Some(CmdMode::Type | CmdMode::Size)) => {
-            Err(UsageError::Die("git cat-file --allow-unknown-type: use with -s or -t".into()))
-        }
         (Some(_), 1) => Ok(args),
         (Some(_), _) => fatal("too many arguments".into()),
         (None, 0) => Err(UsageError::Usage),
-        (None, 2) if args.allow_unknown_type => {
-            Err(UsageError::Die("git cat-file --allow-unknown-type: use with -s or -t".into()))
-        }
         (None, 2) => Ok(args),
         (None, n) => fatal(format!("only two arguments allowed in <type> <object> mode, not {n}")),
     }?;
     refuse_transforms(args)
 }
 
-/// `--textconv`, `--filters` (with or without `--path`) and `--use-mailmap` need a work tree, attributes or a
-/// mailmap: once git's own checks pass, cat-blobd refuses them by name.
+/// `--textconv` and `--filters` (with or without `--path`) need a work tree or attributes: once git's own
+/// checks pass, cat-blobd refuses them by name.
 fn refuse_transforms(args: Args) -> Result<Args, UsageError> {
     let flag = match args.mode {
         Some(CmdMode::Textconv) => "--textconv",
         Some(CmdMode::Filters) => "--filters",
-        _ if args.mailmap => "--use-mailmap",
         _ => return Ok(args),
     };
-    let why = "it needs a work tree, attributes or a mailmap";
+    let why = "it needs a work tree or attributes";
     Err(UsageError::Unsupported(format!("cat-blobd cat-file does not support {flag}: {why}")))
 }

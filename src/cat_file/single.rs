@@ -5,6 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use gix_object::Kind;
 
 use super::args::{Args, CmdMode};
+use super::mailmap::Mailmap;
 use super::names::{NameError, Names, Resolved};
 use super::output::Output;
 use super::{CatFileError, tree};
@@ -15,6 +16,7 @@ pub(crate) fn run(
     args: &Args,
     mut names: Names<'_>,
     quote_path: bool,
+    mailmap: Option<&Mailmap>,
     out: &mut Output<'_>,
 ) -> Result<u8, CatFileError> {
     let name = args.rest.last().expect("checked: one object name");
@@ -23,30 +25,24 @@ pub(crate) fn run(
     let info = || -> Result<Info, CatFileError> {
         store.info(&id, false)?.ok_or_else(|| CatFileError::git("git cat-file: could not get object info"))
     };
-    if let Err(ReadError { damage: Damage::UnknownType { type_name, size, header_too_long }, .. }) =
-        store.info(&id, false)
+    if let Err(ReadError { damage: Damage::UnknownType { header_too_long: true, .. }, .. }) = store.info(&id, false)
+        && matches!(args.mode, Some(CmdMode::Type | CmdMode::Size | CmdMode::Print))
     {
-        if args.allow_unknown_type {
-            // -t and -s show what the header says.
-            let mut line = if args.mode == Some(CmdMode::Type) { type_name } else { size.to_string().into_bytes() };
-            line.push(b'\n');
-            out.push(line);
-            return Ok(0);
-        }
-        if header_too_long && matches!(args.mode, Some(CmdMode::Type | CmdMode::Size | CmdMode::Print)) {
-            // git reads 32 header bytes at most unless told to allow unknown types.
-            let message = format!("error: header for {id} too long, exceeds 32 bytes\n");
-            names.messages.write(message.as_bytes());
-            return Err(match args.mode {
-                Some(CmdMode::Type | CmdMode::Size) => CatFileError::git("git cat-file: could not get object info"),
-                _ => CatFileError::git(format!("Not a valid object name {}", Bytes(name))),
-            });
-        }
+        // git reads 32 header bytes at most.
+        let message = format!("error: header for {id} too long, exceeds 32 bytes\n");
+        names.messages.write(message.as_bytes());
+        return Err(match args.mode {
+            Some(CmdMode::Type | CmdMode::Size) => CatFileError::git("git cat-file: could not get object info"),
+            _ => CatFileError::git(format!("Not a valid object name {}", Bytes(name))),
+        });
     }
     match args.mode {
         Some(CmdMode::Exists) => return Ok(if store.exists(&id)? { 0 } else { 1 }),
         Some(CmdMode::Type) => out.push(format!("{}\n", info()?.kind).into_bytes()),
-        Some(CmdMode::Size) => out.push(format!("{}\n", info()?.size).into_bytes()),
+        Some(CmdMode::Size) => {
+            let size = mapped_size(&mut names, id, info()?, mailmap)?;
+            out.push(format!("{size}\n").into_bytes());
+        }
         Some(CmdMode::Print) => {
             // git asks for the type first: an unknown one is fatal before anything is read.
             store.info(&id, false)?;
@@ -55,7 +51,7 @@ pub(crate) fn run(
             if object.kind == Kind::Tree {
                 out.push(tree::ls_tree(&object.data, store.object_hash(), quote_path)?);
             } else {
-                out.push_shared(object.data);
+                push_mapped(out, mailmap, object.kind, object.data);
             }
         }
         _ => {
@@ -66,10 +62,33 @@ pub(crate) fn run(
             store.info(&id, false)?;
             let data = with_reference(&mut names, id, kind)?
                 .ok_or_else(|| CatFileError::git(format!("git cat-file {}: bad file", Bytes(name))))?;
-            out.push_shared(data);
+            push_mapped(out, mailmap, kind, data);
         }
     }
     Ok(0)
+}
+
+/// `-s`: the size from the header, or with the mailmap on, that of the commit or tag `-p` would print.
+fn mapped_size(
+    names: &mut Names<'_>,
+    id: ObjectId,
+    info: Info,
+    mailmap: Option<&Mailmap>,
+) -> Result<u64, CatFileError> {
+    let Some(mailmap) = mailmap.filter(|_| matches!(info.kind, Kind::Commit | Kind::Tag)) else { return Ok(info.size) };
+    let object = names
+        .store
+        .read(&id, names.resolver)?
+        .ok_or_else(|| CatFileError::git("git cat-file: could not get object info"))?;
+    Ok(mailmap.apply(object.kind, &object.data).map_or(info.size, |data| data.len() as u64))
+}
+
+/// An object's content for stdout, with the mailmap applied if there is one.
+fn push_mapped(out: &mut Output<'_>, mailmap: Option<&Mailmap>, kind: Kind, data: Data) {
+    match mailmap.and_then(|mailmap| mailmap.apply(kind, &data)) {
+        Some(mapped) => out.push(mapped),
+        None => out.push_shared(data),
+    }
 }
 
 /// git's `get_oid_with_context` with `GET_OID_ONLY_TO_DIE`: a name that does not resolve is fatal, with

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::response::encode::Response;
 use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
+use crate::store::{BigBlob, PieceError};
 
 /// The pipe buffer we ask for on the main fd (Linux's default `pipe-max-size`).
 pub(crate) const PIPE_SIZE: usize = 1 << 20;
@@ -82,12 +83,24 @@ impl<'fd> Output<'fd> {
     }
 
     /// Writes `responses`: each run of consecutive responses to the same fd in one writev (the gather-writer
-    /// splits only at IOV_MAX or MAX_IO_SIZE, or where the kernel takes less).
+    /// splits only at IOV_MAX or MAX_IO_SIZE, or where the kernel takes less); a streamed response on its own,
+    /// piece by piece.
     pub(super) fn write(&mut self, responses: &[(Response, Target)]) -> Result<(), WriteError> {
         let mut start = 0;
         while start < responses.len() {
             let target = responses[start].1;
-            let end = responses[start..].iter().position(|(_, t)| *t != target).map_or(responses.len(), |n| start + n);
+            if let Response::Streamed { header, body, terminator } = &responses[start].0 {
+                self.write_streamed(target, header.as_bytes(), body, *terminator)?;
+                if target == Target::Main {
+                    self.count(std::iter::once(&responses[start].0));
+                }
+                start += 1;
+                continue;
+            }
+            let end = responses[start..]
+                .iter()
+                .position(|(response, t)| *t != target || matches!(response, Response::Streamed { .. }))
+                .map_or(responses.len(), |n| start + n);
             let run = &responses[start..end];
             let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(run.len() * 3);
             for (response, _) in run {
@@ -100,6 +113,31 @@ impl<'fd> Output<'fd> {
             start = end;
         }
         Ok(())
+    }
+
+    /// A big blob's answer: the header with the first piece, the terminator with the last, one writev each.
+    fn write_streamed(
+        &mut self,
+        target: Target,
+        header: &[u8],
+        body: &BigBlob,
+        terminator: u8,
+    ) -> Result<(), WriteError> {
+        let writer = self.writer(target);
+        let mut header = Some(header);
+        let written = body.write_in_pieces(|piece, last| {
+            let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(3);
+            slices.extend(header.take().map(IoSlice::new));
+            slices.push(IoSlice::new(piece));
+            if last {
+                slices.push(IoSlice::new(std::slice::from_ref(&terminator)));
+            }
+            writer.write_all(&mut slices)
+        });
+        written.map_err(|err| match err {
+            PieceError::Write(err) => err,
+            PieceError::Read(err) => WriteError::Source(Arc::new(err)),
+        })
     }
 
     fn count<'r>(&mut self, written: impl Iterator<Item = &'r Response>) {

@@ -25,10 +25,10 @@ impl Job for CatBlob<'_> {
     type Error = SessionError;
 
     fn run(self, resolver: &mut Resolver) -> Result<Response, SessionError> {
-        match self.store.read(&self.oid, resolver)? {
+        match self.store.read_for_answer(&self.oid, resolver, false)? {
             None => Ok(Response::missing(&self.oid)),
-            Some(object) if object.kind == Kind::Blob => Ok(Response::blob(&self.oid, object.data)),
-            Some(object) => Err(SessionError::NotABlob { oid: self.oid, kind: object.kind }),
+            Some(answer) if answer.kind() == Kind::Blob => Ok(Response::blob_answer(&self.oid, answer)),
+            Some(answer) => Err(SessionError::NotABlob { oid: self.oid, kind: answer.kind() }),
         }
     }
 }

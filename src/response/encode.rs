@@ -1,7 +1,8 @@
 //! The bytes of each response, kept as slices so the payload is written straight from the object buffer.
 use std::io::IoSlice;
+use std::sync::Arc;
 
-use crate::store::{Data, ObjectId};
+use crate::store::{Answer, BigBlob, Data, ObjectId};
 
 /// `<hex> blob <size>\n`: at most 64 hex digits, " blob ", 20 digits and LF. Longer headers (a cat-file format
 /// with literal text) go on the heap.
@@ -13,6 +14,9 @@ pub enum Response {
     /// A header line, the object's bytes straight from its buffer, and one terminator byte: `cat-blob`'s
     /// `<hex> blob <size>\n<payload>\n`, and `git cat-file --batch`'s answers.
     Object { header: Header, payload: Data, terminator: u8 },
+    /// A blob too big to hold, inflated in pieces as it is written: the header goes with the first piece, the
+    /// terminator with the last (see `engine::output`). Nothing else is gathered into the same writes.
+    Streamed { header: Header, body: Arc<BigBlob>, terminator: u8 },
     /// `<name> missing\n` (or another terminator): an object that does not exist.
     Missing(Vec<u8>),
     /// Any other answer: get-mark, ls, progress, `--batch-check` lines.
@@ -70,6 +74,24 @@ impl Response {
         Response::Object { header: Header::from(header), payload, terminator }
     }
 
+    /// cat-blob's answer for a blob read whole or to be streamed.
+    pub fn blob_answer(oid: &ObjectId, answer: Answer) -> Response {
+        match answer {
+            Answer::Whole(object) => Response::blob(oid, object.data),
+            Answer::Big(body) => {
+                Response::Streamed { header: Header::blob(oid, body.size() as usize), body, terminator: b'\n' }
+            }
+        }
+    }
+
+    /// An object's answer, read whole or to be streamed, with any header line.
+    pub fn object_answer(header: &[u8], answer: Answer, terminator: u8) -> Response {
+        match answer {
+            Answer::Whole(object) => Response::object(header, object.data, terminator),
+            Answer::Big(body) => Response::Streamed { header: Header::from(header), body, terminator },
+        }
+    }
+
     /// cat-blob's `<hex> missing\n`.
     pub fn missing(oid: &ObjectId) -> Response {
         let mut line = oid.to_hex().to_string().into_bytes();
@@ -77,9 +99,11 @@ impl Response {
         Response::Missing(line)
     }
 
-    /// Appends this response's slices (header, payload, terminator; or the line) to `out`.
+    /// Appends this response's slices (header, payload, terminator; or the line) to `out`. A streamed response
+    /// has none: its writer writes it piece by piece.
     pub fn push_slices<'a>(&'a self, out: &mut Vec<IoSlice<'a>>) {
         match self {
+            Response::Streamed { .. } => {}
             Response::Object { header, payload, terminator } => {
                 out.push(IoSlice::new(header.as_bytes()));
                 out.push(IoSlice::new(payload));
@@ -98,6 +122,7 @@ impl Response {
     pub fn len(&self) -> usize {
         match self {
             Response::Object { header, payload, .. } => header.as_bytes().len() + payload.len() + 1,
+            Response::Streamed { header, body, .. } => header.as_bytes().len() + body.size() as usize + 1,
             Response::Missing(line) | Response::Line(line) => line.len(),
         }
     }

@@ -9,6 +9,7 @@
 use std::io::{self, ErrorKind, IoSlice};
 use std::mem;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
+use std::sync::Arc;
 
 use rustix::event::{PollFd, PollFlags};
 use rustix::io::Errno;
@@ -146,17 +147,22 @@ impl Sink for FdSink<'_> {
 pub enum WriteError {
     #[error("write to frontend failed: {}", strerror(.0))]
     Io(io::Error),
+    /// A response written in pieces ([`super::encode::Response::Streamed`]) met damage after its first piece
+    /// was out: the stream ends there, as git's does.
+    #[error(transparent)]
+    Source(Arc<crate::store::ReadError>),
 }
 
 impl WriteError {
     /// The frontend closed its end (`EPIPE`): usually it just stopped reading, which callers report quietly.
     pub fn is_broken_pipe(&self) -> bool {
-        self.io_error().kind() == ErrorKind::BrokenPipe
+        self.io_error().is_some_and(|err| err.kind() == ErrorKind::BrokenPipe)
     }
 
-    pub fn io_error(&self) -> &io::Error {
+    pub fn io_error(&self) -> Option<&io::Error> {
         match self {
-            WriteError::Io(err) => err,
+            WriteError::Io(err) => Some(err),
+            WriteError::Source(_) => None,
         }
     }
 }
@@ -439,7 +445,7 @@ mod tests {
     fn a_call_that_writes_nothing_is_an_error_not_a_loop() {
         let mut writer = GatherWriter::new(Double::new(0));
         let err = writer.write_all(&mut [IoSlice::new(b"abc")]).unwrap_err();
-        assert_eq!(err.io_error().kind(), ErrorKind::WriteZero);
+        assert_eq!(err.io_error().map(io::Error::kind), Some(ErrorKind::WriteZero));
         assert!(!err.is_broken_pipe());
         assert_eq!(writer.syscalls(), 1);
     }

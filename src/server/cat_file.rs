@@ -30,6 +30,7 @@ pub(super) fn run(
         git_dir: &state.repo.git_dir,
         common_dir: &state.repo.common_dir,
         quote_path: state.repo.config.quote_path,
+        mailmap: &state.repo.config.mailmap,
         compat_object_format: state.repo.compat_object_format,
         cache: state.cache.clone(),
         engine: state.session.engine,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use gix_hash::Prefix;
 
 use super::info::{Place, Where};
-use super::{ObjectId, Store};
+use super::{Kind, ObjectId, Store};
 
 /// What an abbreviated id names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,17 +40,49 @@ impl Store {
         });
     }
 
+    /// Every object once in the order git 2.55 lists them with an objects filter (`batch_each_object`): loose
+    /// objects, then those of the first pack with a bitmap (commits, trees, blobs, tags, each by offset: the
+    /// bitmap's walk), then the other packs as [`Self::for_each_object_unordered`] has them. Without a pack
+    /// bitmap, that order. (A multi-pack-index bitmap, which git would walk instead, is not read.)
+    pub(crate) fn for_each_object_bitmap_first(&self, mut each: impl FnMut(ObjectId, Place)) {
+        let mut all = Vec::new();
+        self.for_each_object(|id, place| all.push((id, place)));
+        let is_bitmapped = |pack: &Arc<super::pack::Pack>| pack.pack_path.with_extension("bitmap").is_file();
+        let bitmapped = all.iter().find_map(|(_, place)| match &place.0 {
+            Where::Packed(pack, _) if is_bitmapped(pack) => Some(pack.id),
+            _ => None,
+        });
+        if let Some(bitmapped) = bitmapped {
+            let in_bitmap = |place: &Place| matches!(&place.0, Where::Packed(pack, _) if pack.id == bitmapped);
+            let rank = |id: &ObjectId, place: &Place| {
+                let kind = self.info_at(id, place, false).map(|info| info.kind);
+                [Kind::Commit, Kind::Tree, Kind::Blob, Kind::Tag].iter().position(|k| kind.as_ref().ok() == Some(k))
+            };
+            let first_packed =
+                all.iter().position(|(_, place)| matches!(place.0, Where::Packed(..))).unwrap_or(all.len());
+            let (mut bitmap, others): (Vec<_>, Vec<_>) =
+                all.split_off(first_packed).into_iter().partition(|(_, place)| in_bitmap(place));
+            // A stable sort: within a type, the pack's order.
+            bitmap.sort_by_cached_key(|(id, place)| rank(id, place));
+            all.extend(bitmap);
+            all.extend(others);
+        }
+        let mut seen = HashSet::new();
+        for (id, place) in all {
+            if seen.insert(id) {
+                each(id, place);
+            }
+        }
+    }
+
     fn for_each_object(&self, mut each: impl FnMut(ObjectId, Place)) {
         for dir in &self.dirs {
             for_each_loose(&dir.path, self.hash, |id, path| each(id, Place(Where::Loose(path))));
         }
         for set in self.snapshots() {
-            for pack in &set.packs {
+            for pack in set.all_packs(&self.opener) {
                 for (offset, position) in self.rev_index(pack).iter() {
-                    each(
-                        pack.index.oid_at_index(*position).to_owned(),
-                        Place(Where::Packed(Arc::clone(pack), *offset)),
-                    );
+                    each(pack.index.oid_at(*position).to_owned(), Place(Where::Packed(Arc::clone(pack), *offset)));
                 }
             }
         }
@@ -58,18 +90,16 @@ impl Store {
 
     /// Objects in all packs, duplicates counted (git's `repo_approximate_object_count`).
     pub fn packed_object_count(&self) -> usize {
-        self.snapshots().iter().flat_map(|set| set.packs.iter()).map(|pack| pack.index.num_objects() as usize).sum()
+        self.snapshots().iter().map(|set| set.object_count()).sum()
     }
 
     /// The objects whose ids start with `prefix`, in packs and loose.
     pub fn find_prefix(&self, prefix: &Prefix) -> PrefixMatch {
         let mut found = Vec::new();
         for set in self.snapshots() {
-            for pack in &set.packs {
-                let mut range = 0..0;
-                if pack.index.lookup_prefix(*prefix, Some(&mut range)).is_some() {
-                    found.extend(range.map(|position| pack.index.oid_at_index(position).to_owned()));
-                }
+            for pack in set.all_packs(&self.opener) {
+                let range = pack.index.prefix_range(prefix);
+                found.extend(range.map(|position| pack.index.oid_at(position).to_owned()));
             }
         }
         let hex = prefix.to_string();

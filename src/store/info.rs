@@ -140,7 +140,7 @@ impl Store {
                     let base = entry.checked_base_pack_offset(base_distance);
                     let base = base.and_then(|base| rev.binary_search_by_key(&base, |(o, _)| *o).ok());
                     let position = base.ok_or_else(|| at(Damage::BadBaseOffset))?;
-                    Some(pack.index.oid_at_index(rev[position].1).to_owned())
+                    Some(pack.index.oid_at(rev[position].1).to_owned())
                 }
                 _ => None,
             };
@@ -168,10 +168,16 @@ impl Store {
                     Some(base) => offset = base,
                     None => return Err(damaged(id, &pack, offset, Damage::BadBaseOffset)),
                 },
-                Header::RefDelta { base_id } => match pack.lookup(&base_id) {
-                    Some(base) => offset = base,
-                    None => match self.find_packed(&base_id) {
-                        Some((base_pack, base)) => (pack, offset) = (Cow::Owned(base_pack), base),
+                Header::RefDelta { base_id } => {
+                    let found = self.ref_base(&pack, &base_id).map_err(|d| damaged(id, &pack, offset, d))?;
+                    // The same pack (borrowed back) keeps the walk's borrow; another pack replaces it.
+                    let found = found.map(|(base_pack, base)| match base_pack {
+                        Cow::Borrowed(_) => (None, base),
+                        Cow::Owned(other) => (Some(other), base),
+                    });
+                    match found {
+                        Some((None, base)) => offset = base,
+                        Some((Some(base_pack), base)) => (pack, offset) = (Cow::Owned(base_pack), base),
                         None => {
                             let path =
                                 self.dirs.iter().map(|dir| loose::path(&dir.path, &base_id)).find(|p| p.is_file());
@@ -179,8 +185,8 @@ impl Store {
                             let path = path.map_err(|d| damaged(id, &pack, offset, d))?;
                             return loose_info(&path).map(|info| info.kind).map_err(|d| damaged(id, &pack, offset, d));
                         }
-                    },
-                },
+                    }
+                }
                 _ => return Ok(entry.header.as_kind().expect("a base entry has an object kind")),
             }
             if cycle.comes_back(pack.key(offset)) {
@@ -193,8 +199,9 @@ impl Store {
     pub(super) fn rev_index(&self, pack: &Pack) -> RevIndex {
         let mut map = self.rev_indexes.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let rev = map.entry(pack.id).or_insert_with(|| {
+            // An entry whose offset the index cannot give is left out: reading it reports the damage.
             let mut rev: Vec<(u64, u32)> = (0..pack.index.num_objects())
-                .map(|position| (pack.index.pack_offset_at_index(position), position))
+                .filter_map(|position| Some((pack.index.offset_at(position).ok()?, position)))
                 .collect();
             rev.sort_unstable();
             Arc::new(rev)
@@ -210,7 +217,10 @@ fn loose_info(path: &Path) -> Result<Info, Damage> {
     // Deflate never takes more than a few bytes per output byte of a header, plus the zlib header.
     let mut compressed = Vec::with_capacity(256);
     file.by_ref().take(256).read_to_end(&mut compressed).map_err(|err| Damage::Io(Arc::new(err)))?;
-    let mut head = inflate_head(&compressed, LOOSE_HEADER_MAX)?;
+    let mut head = inflate_head(&compressed, LOOSE_HEADER_MAX).map_err(|damage| match damage {
+        Damage::Zlib => loose::zlib_damage(&compressed),
+        other => other,
+    })?;
     let too_long = memchr::memchr(0, &head).is_none() && head.len() == LOOSE_HEADER_MAX;
     if too_long {
         // Only an unknown type can be this long: read on to its end, as git's --allow-unknown-type does.

@@ -32,7 +32,8 @@ pub(super) fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), D
     let mut zlib = Decompress::new(true);
     // The header is at most "<type> <20 digits>\0": 32 bytes is enough to see its NUL.
     let mut head = Vec::with_capacity(32);
-    let status = zlib.decompress_vec(compressed, &mut head, FlushDecompress::None).map_err(|_| Damage::Zlib)?;
+    let status =
+        zlib.decompress_vec(compressed, &mut head, FlushDecompress::None).map_err(|_| zlib_damage(compressed))?;
     let nul = memchr::memchr(0, &head).ok_or(Damage::LooseHeader)?;
     let (kind, size, header_len) = gix_object::decode::loose_header(&head[..=nul]).map_err(|_| Damage::LooseHeader)?;
     if size > limit {
@@ -66,6 +67,23 @@ pub(super) fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), D
     Ok((kind, out))
 }
 
+/// Why a loose object's zlib stream did not start to inflate: zlib's `Z_NEED_DICT` (a valid deflate header with
+/// FDICT set, and its dictionary id) is named, as git's "inflate: needs dictionary" names it; anything else is
+/// corrupt.
+pub(super) fn zlib_damage(compressed: &[u8]) -> Damage {
+    match compressed {
+        [cmf, flg, _, _, _, _, ..]
+            if (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0
+                && cmf & 0x0f == 8
+                && cmf >> 4 <= 7
+                && flg & 0x20 != 0 =>
+        {
+            Damage::ZlibDictionary
+        }
+        _ => Damage::Zlib,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +115,9 @@ mod tests {
         let mut trailing = deflate(b"blob 5\0hello");
         trailing.extend_from_slice(b"junk");
         assert!(matches!(decode(&trailing, u64::MAX), Err(Damage::TrailingGarbage)));
+        // t1006's "object reading handles zlib dictionary": deflated with the dictionary "anything".
+        assert!(matches!(decode(b"\x78\xbb\x0f\x4a\x03\x63", u64::MAX), Err(Damage::ZlibDictionary)));
+        assert!(matches!(decode(b"\x78\x9c\x0f\x4a\x03\x63", u64::MAX), Err(Damage::Zlib)));
         let good = deflate(b"blob 5\0hello");
         assert!(decode(&good[..good.len() - 3], u64::MAX).is_err());
         assert!(decode(b"not zlib at all", u64::MAX).is_err());

@@ -1,10 +1,13 @@
 //! The object database, read-only and shared by every thread: packs (gix-pack index + mapped data), loose
 //! objects and alternates, with a per-thread [`Resolver`] holding the delta-base cache and inflater.
 //!
-//! Lookup order is git's: every pack of every object directory (newest pack first), then loose objects.
-//! A miss rescans `objects/pack` once, since a `git repack` may have run meanwhile; packs that were already
-//! mapped stay readable even after their files are deleted.
+//! Lookup order is git's: in each object directory, the multi-pack-index, then every pack it does not cover
+//! (newest pack first); then loose objects. A miss rescans `objects/pack` once, since a `git repack` may have run
+//! meanwhile; packs that were already mapped stay readable even after their files are deleted. Opening a
+//! repository reads no table whose length is the object count: indexes are mapped and checked as git checks them.
+
 mod alternates;
+mod big;
 pub(crate) mod cache;
 mod data;
 pub(crate) mod delta;
@@ -13,7 +16,10 @@ mod inflate;
 mod inflate_prefix;
 mod info;
 mod loose;
+mod midx;
 mod pack;
+mod pack_index;
+mod packset;
 mod replace;
 mod resolve;
 pub(crate) mod stream;
@@ -25,10 +31,10 @@ pub(crate) use info::{Info, Place};
 pub(crate) use pack::PackError;
 pub(crate) use replace::Replacements;
 
-use std::ffi::OsStr;
+use std::borrow::Cow;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
@@ -38,8 +44,12 @@ pub use gix_object::Kind;
 use crate::fatal::Bytes;
 use cache::SharedCache;
 use inflate::Inflater;
+use midx::PackOpener;
 use pack::{EntryKey, Pack};
+use packset::{Copy, PackSet};
 
+use big::Want;
+pub use big::{Answer, BigBlob, DEFAULT_BIG_FILE_THRESHOLD, PieceError};
 pub use data::Data;
 
 /// An object read from the store.
@@ -59,6 +69,9 @@ pub enum Damage {
     Truncated,
     #[error("corrupt zlib stream")]
     Zlib,
+    /// A loose object's zlib stream that asks for a preset dictionary, as git names it.
+    #[error("inflate: needs dictionary")]
+    ZlibDictionary,
     #[error("inflates to {} the declared {declared} bytes", actual.map_or("more than".into(), |n| format!("{n} bytes instead of")))]
     SizeMismatch { declared: u64, actual: Option<u64> },
     #[error("declares {declared} bytes, more than {compressed} bytes of zlib data can hold")]
@@ -150,6 +163,9 @@ pub struct StoreOptions {
     pub replacements: Replacements,
     /// `GIT_ALTERNATE_OBJECT_DIRECTORIES`: more object directories, after those of `objects/info/alternates`.
     pub alternate_object_directories: Option<std::ffi::OsString>,
+    /// `core.bigFileThreshold`: blobs stored whole in a pack and larger than this are answered in pieces
+    /// ([`Store::read_for_answer`]).
+    pub big_file_threshold: u64,
 }
 
 impl Default for StoreOptions {
@@ -159,6 +175,7 @@ impl Default for StoreOptions {
             max_chain_bytes: DEFAULT_MAX_CHAIN_BYTES,
             replacements: Replacements::default(),
             alternate_object_directories: None,
+            big_file_threshold: DEFAULT_BIG_FILE_THRESHOLD,
         }
     }
 }
@@ -224,14 +241,6 @@ impl Resolver {
     }
 }
 
-/// The packs of one object directory as last scanned.
-#[derive(Default)]
-struct PackSet {
-    packs: Vec<Arc<Pack>>,
-    /// Index files that could not be read; an object missing elsewhere may be in them.
-    bad_indexes: Vec<(PathBuf, Arc<PackError>)>,
-}
-
 struct ObjectDir {
     path: PathBuf,
     packs: RwLock<Arc<PackSet>>,
@@ -239,10 +248,13 @@ struct ObjectDir {
     scanned: Mutex<Option<SystemTime>>,
 }
 
+/// A pack (borrowed when it is the one asked about) and an entry's offset in it.
+type PackedAt<'p> = (Cow<'p, Arc<Pack>>, u64);
+
 pub struct Store {
     hash: gix_hash::Kind,
     dirs: Vec<ObjectDir>,
-    next_pack_id: AtomicU32,
+    opener: PackOpener,
     options: StoreOptions,
     rev_indexes: info::RevIndexes,
 }
@@ -254,7 +266,8 @@ impl Store {
             .into_iter()
             .map(|path| ObjectDir { path, packs: RwLock::default(), scanned: Mutex::new(None) })
             .collect();
-        let store = Store { hash, dirs, next_pack_id: AtomicU32::new(0), options, rev_indexes: Default::default() };
+        let opener = PackOpener { hash, next_id: Arc::new(AtomicU32::new(0)) };
+        let store = Store { hash, dirs, opener, options, rev_indexes: Default::default() };
         for dir in &store.dirs {
             store.rescan(dir);
         }
@@ -267,7 +280,7 @@ impl Store {
 
     /// Number of packs currently mapped, over all object directories.
     pub(crate) fn pack_count(&self) -> usize {
-        self.dirs.iter().map(|dir| snapshot(dir).packs.len()).sum()
+        self.dirs.iter().map(|dir| snapshot(dir).opened_count()).sum()
     }
 
     /// Reads an object, or its replacement when a replace ref names one: `Ok(None)` if no object directory
@@ -289,7 +302,7 @@ impl Store {
         let found = |store: &Store| {
             target == gix_hash::ObjectId::empty_tree(store.hash)
                 || store.dirs.iter().any(|dir| {
-                    snapshot(dir).packs.iter().any(|pack| pack.lookup(&target).is_some())
+                    snapshot(dir).copies(&target, &store.opener).next().is_some()
                         || loose::path(&dir.path, &target).is_file()
                 })
         };
@@ -317,7 +330,7 @@ impl Store {
 
     /// Is `id` in any pack (not counting loose objects)?
     pub(crate) fn in_pack(&self, id: &oid) -> bool {
-        self.dirs.iter().any(|dir| snapshot(dir).packs.iter().any(|pack| pack.lookup(id).is_some()))
+        self.dirs.iter().any(|dir| snapshot(dir).copies(id, &self.opener).next().is_some())
     }
 
     fn replacement(&self, id: &oid) -> Result<ObjectId, ReadError> {
@@ -328,21 +341,30 @@ impl Store {
     /// the packs changed since) from the packs once more, since a `git repack` may have moved it meanwhile from a
     /// loose file or an old pack into a new pack. Damage is reported only if no intact copy is found anywhere.
     pub fn read_exact(&self, id: &oid, resolver: &mut Resolver) -> Result<Option<Object>, ReadError> {
+        let answer = self.read_exact_as(id, resolver, Want::Whole)?;
+        Ok(answer.map(|answer| match answer {
+            Answer::Whole(object) => object,
+            Answer::Big(_) => unreachable!("only asked for whole objects"),
+        }))
+    }
+
+    /// [`Store::read_exact`], or with [`Want::Answer`] a big blob as a [`BigBlob`] (see `big.rs`).
+    fn read_exact_as(&self, id: &oid, resolver: &mut Resolver, want: Want) -> Result<Option<Answer>, ReadError> {
         if id == gix_hash::ObjectId::empty_tree(self.hash) {
-            return Ok(Some(Object { kind: Kind::Tree, data: Data::default() }));
+            return Ok(Some(Answer::Whole(Object { kind: Kind::Tree, data: Data::default() })));
         }
         let mut first_error = None;
         let searched = self.snapshots();
-        if let Some(object) = self.read_from_packs(id, &searched, resolver, &mut first_error) {
-            return Ok(Some(object));
+        if let Some(answer) = self.read_from_packs(id, &searched, resolver, want, &mut first_error) {
+            return Ok(Some(answer));
         }
         if let Some(object) = self.read_from_loose(id, &mut first_error) {
-            return Ok(Some(object));
+            return Ok(Some(Answer::Whole(object)));
         }
         if first_error.is_none() && self.refreshed_since(&searched) {
             let rescanned = self.snapshots();
-            if let Some(object) = self.read_from_packs(id, &rescanned, resolver, &mut first_error) {
-                return Ok(Some(object));
+            if let Some(answer) = self.read_from_packs(id, &rescanned, resolver, want, &mut first_error) {
+                return Ok(Some(answer));
             }
         }
         if let Some(err) = first_error {
@@ -364,14 +386,20 @@ impl Store {
         id: &oid,
         sets: &[Arc<PackSet>],
         resolver: &mut Resolver,
+        want: Want,
         first_error: &mut Option<ReadError>,
-    ) -> Option<Object> {
-        for pack in sets.iter().flat_map(|set| &set.packs) {
-            let Some(offset) = pack.lookup(id) else { continue };
-            match self.read_packed(id, pack, offset, resolver) {
-                Ok(object) => return Some(object),
-                Err(err) => _ = first_error.get_or_insert(err),
-            }
+    ) -> Option<Answer> {
+        for copy in sets.iter().flat_map(|set| set.copies(id, &self.opener)) {
+            let err = match copy {
+                Copy::At(pack, offset) => match self.read_packed_as(id, pack, offset, resolver, want) {
+                    Ok(answer) => return Some(answer),
+                    Err(err) => err,
+                },
+                Copy::Damaged(path, why) => {
+                    ReadError { oid: id.to_owned(), location: Location::Index { path }, damage: Damage::Unusable(why) }
+                }
+            };
+            _ = first_error.get_or_insert(err);
         }
         None
     }
@@ -400,8 +428,25 @@ impl Store {
     fn find_packed(&self, id: &oid) -> Option<(Arc<Pack>, u64)> {
         self.dirs.iter().find_map(|dir| {
             let set = snapshot(dir);
-            set.packs.iter().find_map(|pack| pack.lookup(id).map(|offset| (Arc::clone(pack), offset)))
+            set.find(id, &self.opener).map(|(pack, offset)| (Arc::clone(pack), offset))
         })
+    }
+
+    /// Where the base of a REF_DELTA entry of `pack` is, in a pack. Through the multi-pack-index first when `pack`
+    /// is covered by one: its table is already in memory, where the pack's own index is one more file to fault in
+    /// (on git.git split into 123 packs, each lookup touched one of 123 cold indexes). Any copy of the base is
+    /// the same object. Else in `pack` first (git reads bases from the delta's own pack only), then in any pack.
+    fn ref_base<'p>(&self, pack: &'p Arc<Pack>, base_id: &oid) -> Result<Option<PackedAt<'p>>, Damage> {
+        if pack.in_midx
+            && let Some((base_pack, offset)) = self.find_packed(base_id)
+        {
+            return Ok(Some((Cow::Owned(base_pack), offset)));
+        }
+        if let Some(offset) = pack.lookup(base_id) {
+            let offset = offset.map_err(|err| Damage::Unusable(Arc::new(err.into())))?;
+            return Ok(Some((Cow::Borrowed(pack), offset)));
+        }
+        Ok(self.find_packed(base_id).map(|(base_pack, offset)| (Cow::Owned(base_pack), offset)))
     }
 
     /// Reads `id` as a loose object from any object directory (a REF_DELTA base may be loose).
@@ -421,39 +466,7 @@ impl Store {
             return;
         }
         *scanned = mtime;
-        let current = snapshot(dir);
-        let mut idx_paths: Vec<PathBuf> = std::fs::read_dir(&pack_dir)
-            .into_iter()
-            .flatten()
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|path| path.extension() == Some(OsStr::new("idx")))
-            .collect();
-        idx_paths.sort();
-        let mut next = PackSet::default();
-        let mut changed = false;
-        for idx_path in idx_paths {
-            let pack_path = idx_path.with_extension("pack");
-            if let Some(known) = current.packs.iter().find(|p| p.pack_path == pack_path) {
-                next.packs.push(Arc::clone(known));
-                continue;
-            }
-            changed = true;
-            let id = self.next_pack_id.fetch_add(1, Ordering::Relaxed);
-            match Pack::open(&idx_path, id, self.hash) {
-                Ok(pack) => next.packs.push(Arc::new(pack)),
-                Err(why) => next.bad_indexes.push((idx_path, Arc::new(why))),
-            }
-        }
-        // Packs whose files are gone stay mapped and readable, after the live ones.
-        for pack in &current.packs {
-            if !next.packs.iter().any(|p| Arc::ptr_eq(p, pack)) {
-                next.packs.push(Arc::clone(pack));
-            }
-        }
-        changed |= next.bad_indexes.len() != current.bad_indexes.len();
-        if changed {
-            // Newest first, as git orders packs: recent objects are asked for most.
-            next.packs.sort_by_key(|pack| std::cmp::Reverse(pack.mtime));
+        if let Some(next) = PackSet::rescan(&snapshot(dir), &pack_dir, &self.opener) {
             *dir.packs.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
         }
     }
@@ -530,6 +543,34 @@ mod tests {
         objects.add_loose(Kind::Blob, b"content\n");
         let found = store.read(&id, &mut resolver).expect("an intact loose copy").expect("found");
         assert_eq!(found.data.as_slice(), b"content\n");
+    }
+
+    /// Opening reads the midx, not the packs it covers: a pack is opened when an object is read from it.
+    #[test]
+    fn a_multi_pack_index_opens_only_the_packs_objects_are_read_from() {
+        let objects = Objects::new();
+        let (a, b) = (chain(&[b"in a\n"], true), chain(&[b"in b\n"], true));
+        objects.add_pack("a", &a);
+        objects.add_pack("b", &b);
+        let repo = tempfile::tempdir().expect("temporary directory");
+        let git = |args: &[&std::ffi::OsStr]| {
+            let mut command = std::process::Command::new("git");
+            command.arg("--git-dir").arg(repo.path()).args(args);
+            command.env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null").status().expect("git")
+        };
+        assert!(git(&["init".as_ref(), "-q".as_ref(), "--bare".as_ref()]).success());
+        // git writes a midx only for its own object directory or an alternate of it.
+        let alternates = repo.path().join("objects/info/alternates");
+        std::fs::write(alternates, [objects.path().as_os_str().as_bytes(), b"\n"].concat()).expect("alternates");
+        let status =
+            git(&["multi-pack-index".as_ref(), "--object-dir".as_ref(), objects.path().as_ref(), "write".as_ref()]);
+        assert!(status.success());
+        let store = open(&objects);
+        assert_eq!(store.pack_count(), 0, "nothing opened yet");
+        let mut resolver = Resolver::new(1 << 20);
+        let found = store.read(&b[0].0, &mut resolver).expect("no damage").expect("found");
+        assert_eq!(found.data.as_slice(), b"in b\n");
+        assert_eq!(store.pack_count(), 1, "only the pack it was read from");
     }
 
     #[test]

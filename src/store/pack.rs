@@ -15,12 +15,16 @@ use gix_pack::data::entry::Header;
 
 use super::Damage;
 use super::inflate::Inflater;
+use super::midx::MidxError;
+use super::pack_index::{IndexError, PackIndex};
 
 /// Why a pack cannot be used: its index (then any object might be in it), or its data.
 #[derive(Debug, thiserror::Error)]
 pub enum PackError {
     #[error("{0}")]
-    Index(gix_error::Error),
+    Index(#[from] IndexError),
+    #[error("{0}")]
+    Midx(MidxError),
     #[error("cannot open pack: {0}")]
     Open(gix_error::Error),
     #[error("pack has {pack} objects but its index lists {index}")]
@@ -40,9 +44,11 @@ pub(crate) struct EntryKey {
 pub(super) struct Pack {
     /// Unique within the store for its whole life (cache keys), never reused after a rescan.
     pub id: u32,
-    pub index: gix_pack::index::File,
+    pub index: PackIndex,
     pub pack_path: PathBuf,
     pub mtime: SystemTime,
+    /// Opened through a multi-pack-index: a REF_DELTA's base is looked up there first (see `Store::ref_base`).
+    pub in_midx: bool,
     /// The mapped pack, or why it cannot be used (missing, unreadable, or not the pack its index describes).
     /// An unusable pack still answers "is the object here?" so that damage is reported, not taken for absence.
     data: Result<gix_pack::data::File, Arc<PackError>>,
@@ -76,20 +82,21 @@ fn reads_before_base_scan(objects: u32) -> u32 {
 impl Pack {
     /// Opens `<name>.idx` and maps `<name>.pack`. Fails only when the index itself is unusable.
     pub(super) fn open(idx_path: &Path, id: u32, hash: gix_hash::Kind) -> Result<Pack, PackError> {
-        let index = gix_pack::index::File::at(idx_path, hash).map_err(PackError::Index)?;
+        let index = PackIndex::open(idx_path, hash).map_err(PackError::Index)?;
         let pack_path = idx_path.with_extension("pack");
         let mtime = std::fs::metadata(&pack_path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
         let data = gix_pack::data::File::at(&pack_path, hash).map_err(PackError::Open).and_then(|data| {
             if data.num_objects() != index.num_objects() {
                 Err(PackError::CountMismatch { pack: data.num_objects(), index: index.num_objects() })
-            } else if data.checksum() != index.pack_checksum() {
+            } else if data.checksum().as_slice() != index.pack_checksum() {
                 Err(PackError::ChecksumMismatch)
             } else {
                 Ok(data)
             }
         });
         let data = data.map_err(Arc::new);
-        Ok(Pack { id, index, pack_path, mtime, data, delta_bases: OnceLock::new(), reads: AtomicU32::new(0) })
+        let (delta_bases, reads) = (OnceLock::new(), AtomicU32::new(0));
+        Ok(Pack { id, index, pack_path, mtime, in_midx: false, data, delta_bases, reads })
     }
 
     /// The cache key of the entry at `offset`.
@@ -97,10 +104,24 @@ impl Pack {
         EntryKey { pack: self.id, offset }
     }
 
-    /// Where `id` starts in the pack, if the index lists it.
-    pub(super) fn lookup(&self, id: &oid) -> Option<u64> {
+    /// Where `id` starts in the pack, if the index lists it; an error if its entry in the index is damaged.
+    pub(super) fn lookup(&self, id: &oid) -> Option<Result<u64, IndexError>> {
         let position = self.index.lookup(id)?;
-        Some(self.index.pack_offset_at_index(position))
+        Some(self.index.offset_at(position))
+    }
+
+    /// The pack file opened again for `pread` (see [`reopen`]), if it still is the mapped pack.
+    pub(super) fn reopen(&self) -> Option<File> {
+        reopen(&self.pack_path, self.data.as_ref().ok()?)
+    }
+
+    /// Whether the pack data could be mapped and matches the index.
+    pub(super) fn is_usable(&self) -> bool {
+        self.data.is_ok()
+    }
+
+    pub(super) fn index_path(&self) -> PathBuf {
+        self.pack_path.with_extension("idx")
     }
 
     /// The compressed bytes of `entry` up to the end of the pack data (the zlib stream ends before that).
@@ -183,7 +204,8 @@ impl Pack {
     fn scan_delta_bases(&self) -> DeltaBases {
         let reader = self.data.as_ref().ok().and_then(|data| HeaderReader::open(&self.pack_path, data));
         let Some(mut reader) = reader else { return DeltaBases { offsets: Vec::new(), pending: Vec::new() } };
-        let mut entries: Vec<u64> = self.index.iter().map(|entry| entry.pack_offset).collect();
+        let positions = 0..self.index.num_objects();
+        let mut entries: Vec<u64> = positions.filter_map(|position| self.index.offset_at(position).ok()).collect();
         entries.sort_unstable();
         let mut bases: Vec<u64> = entries
             .into_iter()
@@ -191,7 +213,7 @@ impl Pack {
                 found @ Entry { header: Header::OfsDelta { base_distance }, .. } => {
                     found.checked_base_pack_offset(base_distance)
                 }
-                Entry { header: Header::RefDelta { base_id }, .. } => self.lookup(&base_id),
+                Entry { header: Header::RefDelta { base_id }, .. } => self.lookup(&base_id).and_then(Result::ok),
                 _ => None,
             })
             .collect();
@@ -209,6 +231,19 @@ impl Pack {
         }
         DeltaBases { offsets, pending }
     }
+}
+
+/// `path` opened again for reading with `pread`, if it is still the pack `data` maps: the same length and trailing
+/// checksum. Reads that cover much of a pack go through such a handle rather than the mapping: pages read into a
+/// buffer stay in the page cache only, pages touched through the mapping stay in the process's resident set.
+fn reopen(path: &Path, data: &gix_pack::data::File) -> Option<File> {
+    let file = File::open(path).ok()?;
+    if file.metadata().ok()?.len() != data.data_len() as u64 {
+        return None;
+    }
+    let mut trailer = vec![0; data.object_hash().len_in_bytes()];
+    file.read_exact_at(&mut trailer, data.pack_end() as u64).ok()?;
+    (trailer == data.checksum().as_slice()).then_some(file)
 }
 
 /// The most bytes an entry header takes: a type-and-size number of up to 10 bytes, then an OFS_DELTA distance of
@@ -234,20 +269,8 @@ struct HeaderReader {
 impl HeaderReader {
     /// Opens `path` if it is still the pack `data` maps: the same length and trailing checksum.
     fn open(path: &Path, data: &gix_pack::data::File) -> Option<HeaderReader> {
-        let file = File::open(path).ok()?;
-        let end = data.pack_end() as u64;
-        if file.metadata().ok()?.len() != data.data_len() as u64 {
-            return None;
-        }
-        let mut trailer = vec![0; data.object_hash().len_in_bytes()];
-        file.read_exact_at(&mut trailer, end).ok()?;
-        (trailer == data.checksum().as_slice()).then(|| HeaderReader {
-            file,
-            end,
-            hash: data.object_hash(),
-            buffer: Vec::new(),
-            start: 0,
-        })
+        let file = reopen(path, data)?;
+        Some(HeaderReader { file, end: data.pack_end() as u64, hash: data.object_hash(), buffer: Vec::new(), start: 0 })
     }
 
     /// The header of the entry at `offset`, or none if it is damaged or past the entries.
@@ -286,9 +309,9 @@ mod tests {
         let entries = chain(&[b"base\n", b"base\nmore\n"], true);
         let (path, offsets) = objects.add_pack("a", &entries);
         let pack = open(&path);
-        assert_eq!(pack.lookup(&entries[0].0), Some(offsets[0]));
-        assert_eq!(pack.lookup(&entries[1].0), Some(offsets[1]));
-        assert_eq!(pack.lookup(&object_id(Kind::Blob, b"elsewhere")), None);
+        assert_eq!(pack.lookup(&entries[0].0).map(Result::ok), Some(Some(offsets[0])));
+        assert_eq!(pack.lookup(&entries[1].0).map(Result::ok), Some(Some(offsets[1])));
+        assert!(pack.lookup(&object_id(Kind::Blob, b"elsewhere")).is_none());
         assert_eq!(pack.key(offsets[1]), EntryKey { pack: 7, offset: offsets[1] });
 
         let mut inflater = Inflater::default();

@@ -165,13 +165,10 @@ impl Store {
         }
     }
 
-    /// Finds a REF_DELTA's base: in the delta's own pack first, then in any pack, then loose.
+    /// Finds a REF_DELTA's base: in a pack ([`Store::ref_base`]), else loose.
     fn find_ref_base(&self, pack: &Arc<Pack>, base_id: &oid) -> Result<RefBase, Damage> {
-        if let Some(offset) = pack.lookup(base_id) {
-            return Ok(RefBase::Packed(Arc::clone(pack), offset));
-        }
-        if let Some((pack, offset)) = self.find_packed(base_id) {
-            return Ok(RefBase::Packed(pack, offset));
+        if let Some((pack, offset)) = self.ref_base(pack, base_id)? {
+            return Ok(RefBase::Packed(pack.into_owned(), offset));
         }
         match self.find_loose(base_id) {
             Some(Ok((kind, data))) => Ok(RefBase::Loose(Object { kind, data: Data::new(data) })),
@@ -265,7 +262,7 @@ mod tests {
 
     /// The store's packs, newest first.
     fn packs(store: &Store) -> Vec<Arc<Pack>> {
-        store.snapshots().iter().flat_map(|set| set.packs.iter().cloned()).collect()
+        store.snapshots().iter().flat_map(|set| set.all_packs(&store.opener).cloned().collect::<Vec<_>>()).collect()
     }
 
     fn read(store: &Store, id: &ObjectId, resolver: &mut Resolver) -> Vec<u8> {

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The store's scale rows, side by side with git in one run (README, "Scale"): start-up on an empty stream, a
+# 100,000-id --batch-check over many packs with and without a multi-pack-index, and one big blob.
+#
+#   benches/scale.sh startup  GIT_DIR [RUNS]          empty stream: median wall time and peak RSS, both front ends
+#   benches/scale.sh check    GIT_DIR [COUNT] [RUNS]  --batch-check of COUNT random ids (seed 1), median wall
+#   benches/scale.sh big      GIT_DIR ID [RUNS]       one blob through --batch and cat-blob: wall, peak RSS
+#   benches/scale.sh stand-ins OUTDIR SOURCE_GIT_DIR  builds the many-pack and over-4-GiB stand-ins
+#
+# GIT (default: git on PATH) is the git compared with; CAT_BLOBD (default: target/release/cat-blobd) is measured.
+# Output goes through a pipe to a reader that counts bytes, never to /dev/null. Runs alternate git, cat-blobd.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")/.." && pwd -P)
+GIT=${GIT:-git}
+CAT_BLOBD=${CAT_BLOBD:-$HERE/target/release/cat-blobd}
+export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
+
+# measure LABEL INPUT_FILE COMMAND...: one run; prints "LABEL seconds max_rss_kib"
+measure() {
+    local label=$1 input=$2
+    shift 2
+    local out
+    out=$( { /usr/bin/time -f '%e %M' "$@" <"$input" | wc -c >/dev/null; } 2>&1 | tail -1)
+    echo "$label $out"
+}
+
+# summarize: reads "LABEL seconds rss" lines, prints per label the median seconds and the largest RSS
+summarize() {
+    python3 -c '
+import sys, statistics, collections
+runs = collections.defaultdict(list)
+for line in sys.stdin:
+    label, secs, rss = line.split()
+    runs[label].append((float(secs), int(rss)))
+base = None
+for label, values in runs.items():
+    median = statistics.median(v[0] for v in values)
+    base = base or median
+    print("%-28s median %8.3f s  (%.2fx the first row)  peak RSS %7.1f MiB  runs %d" % (
+        label, median, median / base if base else 0, max(v[1] for v in values) / 1024, len(values)))
+'
+}
+
+# oracle GIT_DIR: a throwaway bare repository whose alternates reach GIT_DIR's objects (fast-import writes into
+# its repository).
+oracle() {
+    local dir
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/scale-oracle.XXXXXX")
+    "$GIT" init -q --bare "$dir"
+    echo "$(cd "$1" && pwd -P)/objects" >"$dir/objects/info/alternates"
+    echo "$dir"
+}
+
+case "${1:-}" in
+startup)
+    dir=$2 runs=${3:-21}
+    empty=$(mktemp)
+    o=$(oracle "$dir")
+    for _ in $(seq "$runs"); do
+        measure "git-fast-import" "$empty" "$GIT" --git-dir="$o" fast-import --quiet
+        measure "cat-blobd" "$empty" "$CAT_BLOBD" --git-dir="$dir" --quiet
+        measure "git-cat-file--batch" "$empty" "$GIT" --git-dir="$dir" cat-file --batch
+        measure "cat-blobd-cat-file--batch" "$empty" env GIT_DIR="$dir" "$CAT_BLOBD" cat-file --batch
+    done | summarize
+    rm -rf "$empty" "$o"
+    ;;
+check)
+    dir=$2 count=${3:-100000} runs=${4:-5}
+    ids=$(mktemp)
+    "$GIT" --git-dir="$dir" cat-file --batch-all-objects --batch-check='%(objectname)' \
+        | shuf -n "$count" --random-source=<(yes) >"$ids"
+    for _ in $(seq "$runs"); do
+        measure "git-cat-file--batch-check" "$ids" "$GIT" --git-dir="$dir" cat-file --batch-check --buffer
+        measure "cat-blobd-cat-file--batch-check" "$ids" env GIT_DIR="$dir" "$CAT_BLOBD" cat-file --batch-check --buffer
+    done | summarize
+    rm -f "$ids"
+    ;;
+big)
+    dir=$2 id=$3 runs=${4:-3}
+    one=$(mktemp) req=$(mktemp)
+    echo "$id" >"$one"
+    echo "cat-blob $id" >"$req"
+    o=$(oracle "$dir")
+    for _ in $(seq "$runs"); do
+        measure "git-cat-file--batch" "$one" "$GIT" --git-dir="$dir" cat-file --batch
+        measure "cat-blobd-cat-file--batch" "$one" env GIT_DIR="$dir" "$CAT_BLOBD" cat-file --batch
+        measure "git-fast-import" "$req" "$GIT" --git-dir="$o" fast-import --quiet --cat-blob-fd=1
+        measure "cat-blobd" "$req" "$CAT_BLOBD" --git-dir="$dir" --quiet
+    done | summarize
+    rm -rf "$one" "$req" "$o"
+    ;;
+stand-ins)
+    out=$2 source=$3
+    mkdir -p "$out"
+    # git.git's objects in packs of at most 8 MiB, then a copy with a multi-pack-index.
+    rm -rf "$out/many-packs.git" "$out/many-packs-midx.git"
+    "$GIT" init -q --bare "$out/many-packs.git"
+    "$GIT" --git-dir="$source" cat-file --batch-all-objects --batch-check='%(objectname)' \
+        | "$GIT" --git-dir="$source" pack-objects -q --max-pack-size=8m "$out/many-packs.git/objects/pack/pack"
+    cp -a "$out/many-packs.git" "$out/many-packs-midx.git"
+    "$GIT" --git-dir="$out/many-packs-midx.git" multi-pack-index write
+    # Five 900 MiB incompressible blobs stored at compression 0, then 3,000 small blobs past the 4 GiB line.
+    rm -rf "$out/over-4g.git"
+    "$GIT" init -q --bare "$out/over-4g.git"
+    python3 - <<'EOF' | "$GIT" --git-dir="$out/over-4g.git" -c core.compression=0 -c pack.compression=0 fast-import --quiet
+import random, sys
+out = sys.stdout.buffer
+rng = random.Random(4)
+for n in range(5):
+    out.write(b"blob\ndata %d\n" % (900 << 20))
+    for _ in range(900):
+        out.write(rng.randbytes(1 << 20))
+    out.write(b"\n")
+for n in range(3000):
+    body = b"small blob %d past the 4 GiB line\n" % n
+    out.write(b"blob\ndata %d\n%s\n" % (len(body), body))
+EOF
+    ls -la "$out"/*/objects/pack | head -5
+    ;;
+*)
+    sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac
