@@ -37,6 +37,15 @@ fn same(dir: &Path, args: &[&str], stdin: &[u8]) {
     assert_same(&what, &git, &ours, Stderr::Exact);
 }
 
+/// The repositories of fixtures/make-reflog-fixture.sh (work trees with reflogs and an index).
+fn reflog_fixture() -> &'static Path {
+    static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-reflog-fixture.sh");
+        crate::util::build_with_script(script, "reflog-fixture")
+    })
+}
+
 /// `names`, each followed by `delimiter`.
 fn lines<S: AsRef<str>>(names: &[S], delimiter: u8) -> Vec<u8> {
     names.iter().flat_map(|name| name.as_ref().bytes().chain([delimiter])).collect()
@@ -387,12 +396,7 @@ fn at_sign_names_in_a_bare_repository() {
 /// HEAD was on before its n-th newest checkout.
 #[test]
 fn at_sign_names_read_the_reflog() {
-    static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    let root = ROOT.get_or_init(|| {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-reflog-fixture.sh");
-        crate::util::build_with_script(script, "reflog-fixture")
-    });
-    let dir = root.join("reflog");
+    let dir = reflog_fixture().join("reflog");
     let names = [
         "@{0}",
         "@{1}",
@@ -453,4 +457,36 @@ fn names_git_does_not_take_apart_print_nothing_on_the_way() {
         format!("{ambiguous}~1"),
     ];
     same(&dir, &["--batch-check"], &lines(&names, b'\n'));
+}
+
+/// Regression: `:<path>` and `:<n>:<path>` were refused; git reads them from the index (`%(objectmode)` is
+/// the entry's mode), in every index version, and explains a path at another stage.
+#[test]
+fn index_paths_in_a_work_tree() {
+    let root = reflog_fixture();
+    let names = [
+        ":hello",
+        ":0:hello",
+        ":white space",
+        ":exec",
+        ":d/f",
+        ":d",
+        ":nope",
+        ":1:conflict",
+        ":2:conflict",
+        ":3:conflict",
+        ":conflict",
+        ":1:hello",
+        ":hello:x",
+    ];
+    for repo in ["reflog", "index-v3", "index-v4"] {
+        let dir = root.join(repo);
+        same(&dir, &["--batch-check"], &lines(&names, b'\n'));
+        if git_is_newest() {
+            same(&dir, &["--batch-check=%(objectmode) %(objectname)"], &lines(&names, b'\n'));
+        }
+        for name in [":hello", ":nope", ":1:hello", ":conflict", ":d"] {
+            same(&dir, &["-t", name], b"");
+        }
+    }
 }

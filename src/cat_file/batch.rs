@@ -233,7 +233,8 @@ impl Batch<'_, '_, '_, '_> {
                 NameError::Missing
                 | NameError::PathMissing { .. }
                 | NameError::InvalidRev(_)
-                | NameError::NotInIndex(_),
+                | NameError::NotInIndex(_)
+                | NameError::NotAtStage { .. },
             ) => {
                 return self.line(Response::Missing([name, b" missing", &[self.settings.delimiter]].concat()));
             }

@@ -8,6 +8,7 @@ pub mod args;
 mod batch;
 pub mod filter;
 pub mod format;
+mod index;
 mod job;
 mod mailmap;
 mod name_error;

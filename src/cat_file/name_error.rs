@@ -30,6 +30,9 @@ pub enum NameError {
     /// `<ref>@{<n>}` past the end of the reflog: git dies with this message.
     #[error("{0}")]
     Reflog(String),
+    /// `:<n>:<path>` where the index has the path at another stage.
+    #[error("path '{}' is in the index, but not at stage {stage}\nhint: Did you mean ':{found}:{}'?", crate::fatal::Bytes(.path), crate::fatal::Bytes(.path))]
+    NotAtStage { path: Vec<u8>, stage: u8, found: u8 },
     /// A form of name that cat-blobd does not resolve.
     #[error("cat-blobd cat-file does not support {form} in object names: '{}'", crate::fatal::Bytes(.name))]
     Unsupported { form: &'static str, name: Vec<u8> },

@@ -12,7 +12,7 @@ use super::ambiguous::{self, Needs};
 pub use super::name_error::NameError;
 use super::symlinks::{self, Followed};
 use super::tree;
-use super::{reflog, search};
+use super::{index, reflog, search};
 use crate::store::{PrefixMatch, Resolver, Store};
 
 /// A resolved name: the object and, for `<rev>:<path>`, the tree entry's mode.
@@ -540,15 +540,18 @@ impl delegate::Navigate for Spec<'_, '_> {
         self.step(found)
     }
 
-    fn index_lookup(&mut self, path: &gix_object::bstr::BStr, _stage: u8) -> gix_error::Result {
+    fn index_lookup(&mut self, path: &gix_object::bstr::BStr, stage: u8) -> gix_error::Result {
         if path.starts_with(b"./") || path.starts_with(b"../") {
             return self.relative_path();
         }
-        if self.names.refs.git_dir().join("index").exists() {
-            return self.unsupported("index paths (:<path> or :<n>:<path>)");
-        }
         // Without an index (a bare repository) nothing is in it.
-        self.fail(NameError::NotInIndex(path.to_vec()))
+        let hash = self.names.store.object_hash();
+        match index::lookup(self.names.refs.git_dir(), hash, path, stage) {
+            index::Entry::Found { id, mode } => self.set_entry(id, Some(mode)),
+            index::Entry::Absent => self.fail(NameError::NotInIndex(path.to_vec())),
+            index::Entry::OtherStage(found) => self.fail(NameError::NotAtStage { path: path.to_vec(), stage, found }),
+            index::Entry::Unreadable => self.unsupported("index paths (:<path>) in a split or unknown index"),
+        }
     }
 }
 

@@ -117,6 +117,7 @@ fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFil
             | NameError::RelativePath
             | NameError::Reflog(_)
             | NameError::NotInIndex(_)
+            | NameError::NotAtStage { .. }
             | NameError::Read(_)),
         ) => Err(err.into()),
         Err(_) => Err(CatFileError::git(format!("Not a valid object name {}", Bytes(name)))),
