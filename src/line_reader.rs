@@ -80,6 +80,11 @@ impl<R: Read> LineReader<R> {
         }
     }
 
+    /// What ends a line.
+    pub(crate) fn delimiter(&self) -> u8 {
+        self.delimiter
+    }
+
     /// The line most recently read (or left over at the end of input; see [`Self::next_line`]).
     pub(crate) fn line(&self) -> &[u8] {
         &self.line

@@ -3,6 +3,7 @@
 
 mod cat_file;
 mod cat_file_255;
+mod cat_file_names;
 mod clients;
 mod corrupt;
 mod differential;

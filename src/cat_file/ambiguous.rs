@@ -3,6 +3,10 @@
 //! then commits, trees and blobs, each by id — with its shortest unique abbreviation, its type, and for commits
 //! the author date and subject, for tags the tag date and name. gix-object parses the objects; git's layout of
 //! the lines is written here.
+//!
+//! Also how git picks one candidate by what follows the abbreviation (`get_short_oid`'s disambiguators): the
+//! `^{commit}`, `~<n>` or `:<path>` after it needs a commit-ish or a tree-ish, and when exactly one candidate is
+//! one, that is the object.
 use gix_hash::{ObjectId, Prefix};
 use gix_object::Kind;
 
@@ -12,6 +16,80 @@ use crate::store::{PrefixMatch, Resolver, Store};
 
 /// git's `FALLBACK_DEFAULT_ABBREV`.
 const MIN_ABBREV: usize = 7;
+
+/// What the rest of a name needs of the abbreviated id it starts with (git's `GET_OID_*` disambiguators).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Needs {
+    Anything,
+    /// A describe name (`<tag>-g<abbrev>`): a commit, not a tag of one.
+    Commit,
+    /// A commit, or a tag leading to one: `~<n>`, `^<n>`, `^{commit}`, `^{/<text>}`.
+    Committish,
+    /// A tree, a commit, or a tag leading to either: `^{tree}`, `:<path>`.
+    Treeish,
+}
+
+impl Needs {
+    /// What `suffix`, the text right after an abbreviated id, needs of it. Only the first operator counts: git
+    /// resolves `<abbrev>` with the flags of the one applied to it directly (`peel_onion`, `get_parent`,
+    /// `get_nth_ancestor`, and the tree-ish before a `:`).
+    pub(crate) fn after(suffix: &[u8]) -> Needs {
+        match suffix {
+            [b'^', b'{', rest @ ..] if rest.starts_with(b"commit}") || rest.starts_with(b"/") => Needs::Committish,
+            [b'^', b'{', rest @ ..] if rest.starts_with(b"tree}") => Needs::Treeish,
+            [b'^', b'{', ..] => Needs::Anything,
+            [b'^' | b'~', ..] => Needs::Committish,
+            [b':', ..] => Needs::Treeish,
+            _ => Needs::Anything,
+        }
+    }
+
+    /// Does `id` satisfy this need? (git's `disambiguate_*_only`; tags are followed to what they tag.)
+    pub(crate) fn met_by(self, store: &Store, resolver: &mut Resolver, id: &ObjectId) -> bool {
+        let kind = |id: &ObjectId| store.info(id, false).ok().flatten().map(|info| info.kind);
+        let tagged = |resolver: &mut Resolver| {
+            super::tree::peel_tags(store, resolver, *id).ok().and_then(|target| kind(&target))
+        };
+        match (self, kind(id)) {
+            (Needs::Anything, _) => true,
+            (Needs::Commit, found) => found == Some(Kind::Commit),
+            (Needs::Committish, Some(Kind::Commit)) | (Needs::Treeish, Some(Kind::Commit | Kind::Tree)) => true,
+            (Needs::Committish, Some(Kind::Tag)) => tagged(resolver) == Some(Kind::Commit),
+            (Needs::Treeish, Some(Kind::Tag)) => matches!(tagged(resolver), Some(Kind::Commit | Kind::Tree)),
+            _ => false,
+        }
+    }
+}
+
+/// Does git look the abbreviation before `suffix` up at all? Only when `get_oid_1` can take the rest apart:
+/// `^{…}`, `^<n>` and `~<n>`, then perhaps `:<path>`. Before anything else (`^!`, `@{0}`, `..<rev>`) git
+/// takes the whole name for a reference, finds none, and never lists the candidates.
+pub(crate) fn looked_up(mut suffix: &[u8]) -> bool {
+    loop {
+        suffix = match suffix {
+            [] | [b':', ..] => return true,
+            [b'^', b'{', rest @ ..] => match memchr::memchr(b'}', rest) {
+                Some(close) => &rest[close + 1..],
+                None => return false,
+            },
+            [b'^' | b'~', rest @ ..] => &rest[rest.iter().take_while(|b| b.is_ascii_digit()).count()..],
+            _ => return false,
+        };
+    }
+}
+
+/// Does git answer `ambiguous` (rather than `missing`) when the abbreviation before `suffix` is ambiguous? Only
+/// `~<n>` and `^<n>` pass git's `SHORT_NAME_AMBIGUOUS` up; `^{…}` and `:<path>` turn it into a plain failure.
+pub(crate) fn stays_ambiguous(mut suffix: &[u8]) -> bool {
+    while let [b'^' | b'~', rest @ ..] = suffix {
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if suffix[0] == b'^' && rest.first() == Some(&b'{') {
+            return false;
+        }
+        suffix = &rest[digits..];
+    }
+    suffix.is_empty()
+}
 
 /// Prints git's message for `prefix` and its `candidates` on stderr.
 pub(crate) fn report(

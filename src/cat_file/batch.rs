@@ -104,13 +104,31 @@ pub(crate) fn run(
     })
 }
 
-/// The next input record, into `record`, without its delimiter and a trailing CR (git's
-/// `strbuf_getdelim_strip_crlf`); false at the end of the input. One buffer serves every record of a stream.
+/// The next input record, into `record`, as git's `strbuf_getdelim_strip_crlf` leaves it: an LF and a CR before
+/// it are dropped; a CR is kept on a last line without LF. A NUL delimiter is kept (git keeps it, and reads the
+/// record as a C string, so `-Z` sees an empty record as a command that is not empty). False at the end of the
+/// input. One buffer serves every record of a stream.
 fn next_record<R: Read>(reader: &mut LineReader<R>, record: &mut Vec<u8>) -> Result<bool, CatFileError> {
+    let delimiter = reader.delimiter();
     let Some(line) = reader.next_line()? else { return Ok(false) };
     record.clear();
-    record.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+    record.extend_from_slice(line);
+    // After a line, the end of the input has been seen only if the line had no delimiter.
+    if !reader.at_eof() {
+        match delimiter {
+            b'\n' if record.last() == Some(&b'\r') => drop(record.pop()),
+            b'\n' => {}
+            other => record.push(other),
+        }
+    }
     Ok(true)
+}
+
+/// An object asked for by name: the name as given and, for `<rev>:<path>`, the tree entry's mode.
+#[derive(Clone, Copy)]
+struct Named<'n> {
+    name: &'n [u8],
+    mode: Option<u32>,
 }
 
 /// Is `name` exactly the id's lowercase hex (what `<id> missing` would print anyway)?
@@ -209,9 +227,15 @@ impl Batch<'_, '_, '_, '_> {
     /// git's `batch_one_object`: resolve the name, then answer for the object, or say why there is none.
     fn one(&mut self, name: &[u8], rest: Option<&[u8]>, contents: bool, interactive: bool) -> Result<(), CatFileError> {
         self.count();
-        let id = match self.names.resolve(name) {
-            Ok(resolved) => resolved.id,
-            Err(NameError::Missing | NameError::PathMissing { .. } | NameError::InvalidRev(_)) => {
+        let (id, mode) = match self.names.resolve(name) {
+            Ok(resolved) => (resolved.id, resolved.mode),
+            Err(
+                NameError::Missing
+                | NameError::PathMissing { .. }
+                | NameError::InvalidRev(_)
+                | NameError::NotInIndex(_)
+                | NameError::NotAtStage { .. },
+            ) => {
                 return self.line(Response::Missing([name, b" missing", &[self.settings.delimiter]].concat()));
             }
             Err(NameError::Ambiguous(_)) => {
@@ -223,7 +247,7 @@ impl Batch<'_, '_, '_, '_> {
             Err(NameError::OutOfTree(target)) => return self.symlink_line(b"symlink", &target),
             Err(err) => return Err(err.into()),
         };
-        self.object(id, Some(name), None, rest, contents, interactive)
+        self.object(id, Some(Named { name, mode }), None, rest, contents, interactive)
     }
 
     /// One more object asked for.
@@ -258,7 +282,7 @@ impl Batch<'_, '_, '_, '_> {
     fn object(
         &mut self,
         id: ObjectId,
-        name: Option<&[u8]>,
+        named: Option<Named<'_>>,
         place: Option<Place>,
         rest: Option<&[u8]>,
         contents: bool,
@@ -268,8 +292,9 @@ impl Batch<'_, '_, '_, '_> {
             settings: self.settings,
             id,
             // Kept only when the answer for a missing object could not be made from the id itself.
-            name: name.filter(|name| !is_lower_hex_of(name, &id)).map(<[u8]>::to_vec),
+            name: named.map(|n| n.name).filter(|name| !is_lower_hex_of(name, &id)).map(<[u8]>::to_vec),
             rest: rest.map(<[u8]>::to_vec),
+            mode: named.and_then(|n| n.mode),
             contents,
             mailmap: self.mailmap,
             place,

@@ -11,6 +11,7 @@ enum Atom {
     DiskSize,
     Rest,
     DeltaBase,
+    ObjectMode,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +40,8 @@ pub struct Fields<'a> {
     pub id: &'a ObjectId,
     pub info: Option<&'a Info>,
     pub rest: Option<&'a [u8]>,
+    /// The tree entry's mode, for a `<rev>:<path>` name.
+    pub mode: Option<u32>,
 }
 
 impl Format {
@@ -69,6 +72,7 @@ impl Format {
                 b"objectsize:disk" => Atom::DiskSize,
                 b"rest" => Atom::Rest,
                 b"deltabase" => Atom::DeltaBase,
+                b"objectmode" => Atom::ObjectMode,
                 _ => return Err(bad_element(after)),
             };
             if !text.is_empty() {
@@ -121,6 +125,12 @@ impl Format {
                     out.extend_from_slice(itoa::Buffer::new().format(fields.info.map_or(0, |i| i.disk_size)).as_bytes())
                 }
                 Part::Atom(Atom::Rest) => out.extend_from_slice(fields.rest.unwrap_or_default()),
+                Part::Atom(Atom::ObjectMode) => {
+                    // git 2.55: the mode of a `<rev>:<path>` name, six octal digits; empty for other names.
+                    if let Some(mode) = fields.mode {
+                        out.extend_from_slice(format!("{mode:06o}").as_bytes());
+                    }
+                }
                 Part::Atom(Atom::DeltaBase) => {
                     let base = fields.info.and_then(|i| i.delta_base).unwrap_or_else(|| ObjectId::null(hash));
                     out.extend_from_slice(base.to_hex().to_string().as_bytes());
@@ -147,15 +157,17 @@ mod tests {
         let id = ObjectId::from_hex(b"ce013625030ba8dba906f756967f9e9ca394464a").unwrap();
         let info = Info { kind: Kind::Blob, size: 6, disk_size: 21, delta_base: None };
         let mut out = Vec::new();
-        Format::parse(format).unwrap().expand(&Fields { id: &id, info: Some(&info), rest }, &mut out);
+        Format::parse(format)
+            .unwrap()
+            .expand(&Fields { id: &id, info: Some(&info), rest, mode: Some(0o100644) }, &mut out);
         out
     }
 
     #[test]
     fn atoms_and_literal_text() {
         assert_eq!(
-            expand(b"%(objecttype) %(objectsize) %(objectsize:disk) [%(rest)] %% %x %", Some(b"r s")),
-            b"blob 6 21 [r s] % %x %"
+            expand(b"%(objecttype) %(objectsize) %(objectsize:disk) [%(rest)] %% %x % %(objectmode)", Some(b"r s")),
+            b"blob 6 21 [r s] % %x % 100644"
         );
         assert_eq!(expand(b"%(deltabase)", None), [b'0'; 40]);
         assert!(Format::parse(b"%(objectname)").unwrap().needs_info().eq(&false));

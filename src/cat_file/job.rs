@@ -48,6 +48,8 @@ pub(crate) struct ObjectJob<'s> {
     /// The name as given (for `<name> missing`); `None` for `--batch-all-objects`.
     pub(crate) name: Option<Vec<u8>>,
     pub(crate) rest: Option<Vec<u8>>,
+    /// The tree entry's mode, for a `<rev>:<path>` name (`%(objectmode)`, and `submodule` for a gitlink).
+    pub(crate) mode: Option<u32>,
     pub(crate) contents: bool,
     /// `--use-mailmap`, or `mailmap true` before this request.
     pub(crate) mailmap: bool,
@@ -82,7 +84,7 @@ impl<'s> Job for ObjectJob<'s> {
                     let line = self.header_line(Some(&info));
                     return Ok(Response::object(&line, data, settings.delimiter));
                 }
-                Ok(None) => return Ok(missing(self.name, &self.id, settings.delimiter)),
+                Ok(None) => return Ok(missing(self.name, &self.id, self.mode, settings.delimiter)),
                 Err(_) => {}
             }
         }
@@ -100,11 +102,11 @@ impl ObjectJob<'_> {
             // A named object is looked up even when the format shows nothing of it (git's
             // `oid_object_info_extended` with an empty request); only --batch-all-objects skips that.
             if !settings.exact && !store.exists(&self.id)? {
-                return Ok(missing(self.name, &self.id, settings.delimiter));
+                return Ok(missing(self.name, &self.id, self.mode, settings.delimiter));
             }
         } else {
             info = self.info(worker)?;
-            let Some(found) = &info else { return Ok(missing(self.name, &self.id, settings.delimiter)) };
+            let Some(found) = &info else { return Ok(missing(self.name, &self.id, self.mode, settings.delimiter)) };
             if settings.filter.is_some_and(|filter| filter.excludes(found.kind, found.size)) {
                 return Ok(self.excluded());
             }
@@ -190,15 +192,23 @@ impl ObjectJob<'_> {
     /// The answer's line: the format expanded, and the delimiter.
     fn header_line(&self, info: Option<&Info>) -> Vec<u8> {
         let mut line = Vec::with_capacity(128);
-        let fields = Fields { id: &self.id, info, rest: self.rest.as_deref() };
+        let fields = Fields { id: &self.id, info, rest: self.rest.as_deref(), mode: self.mode };
         self.settings.format.expand(&fields, &mut line);
         line.push(self.settings.delimiter);
         line
     }
 }
 
-/// `<name> missing`, or `<id> missing` for an object listed by id.
-fn missing(name: Option<Vec<u8>>, id: &ObjectId, delimiter: u8) -> Response {
-    let name = name.unwrap_or_else(|| id.to_hex().to_string().into_bytes());
+/// `<name> missing`, or `<id> missing` for an object listed by id; `<id> submodule` for a gitlink entry whose
+/// commit is not here (git 2.55's `batch_object_write`).
+fn missing(name: Option<Vec<u8>>, id: &ObjectId, mode: Option<u32>, delimiter: u8) -> Response {
+    let hex = || id.to_hex().to_string().into_bytes();
+    if mode == Some(GITLINK) {
+        return Response::Missing([&hex()[..], b" submodule", &[delimiter]].concat());
+    }
+    let name = name.unwrap_or_else(hex);
     Response::Missing([&name[..], b" missing", &[delimiter]].concat())
 }
+
+/// git's `S_IFGITLINK`: the mode of a submodule's entry.
+const GITLINK: u32 = 0o160000;

@@ -3,60 +3,23 @@
 //! answers abbreviated ids and reads the objects that peeling and `<rev>:<path>` walk through.
 //!
 //! Where gix-revision's order differs from git's, this delegate restores git's: git tries a name as a
-//! reference before it tries it as an abbreviated id (gix-revision asks for the id first), and only a bare
-//! name is ever "ambiguous" (`<name>^{tree}` with an ambiguous `<name>` is simply missing, as in git).
+//! reference before it tries it as an abbreviated id (gix-revision asks for the id first), and an ambiguous
+//! abbreviation is resolved by what follows it, as git's disambiguators do (see `ambiguous`).
 use gix_hash::{ObjectId, Prefix};
-use gix_object::Kind;
 use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
 
-use super::ambiguous;
+use super::ambiguous::{self, Needs};
+pub use super::name_error::NameError;
 use super::symlinks::{self, Followed};
 use super::tree;
-use crate::store::{PrefixMatch, ReadError, Resolver, Store};
+use super::{index, reflog, search};
+use crate::store::{PrefixMatch, Resolver, Store};
 
 /// A resolved name: the object and, for `<rev>:<path>`, the tree entry's mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
     pub id: ObjectId,
     pub mode: Option<u32>,
-}
-
-/// Why a name names no object.
-#[derive(Debug, thiserror::Error)]
-pub enum NameError {
-    /// git's `MISSING_OBJECT`: nothing by that name.
-    #[error("missing")]
-    Missing,
-    /// git's `SHORT_NAME_AMBIGUOUS`, with the candidates.
-    #[error("ambiguous")]
-    Ambiguous(Vec<ObjectId>),
-    /// `<rev>:<path>` where the path is not in the tree (git's `get_oid_with_context` says missing; in the
-    /// single-object modes git explains it).
-    #[error("path '{}' does not exist in '{}'", crate::fatal::Bytes(.path), crate::fatal::Bytes(.rev))]
-    PathMissing { path: Vec<u8>, rev: Vec<u8> },
-    /// `<rev>:<path>` whose `<rev>` names nothing (the single-object modes say so; batches say missing).
-    #[error("invalid object name '{}'.", crate::fatal::Bytes(.0))]
-    InvalidRev(Vec<u8>),
-    /// A form of name that cat-blobd does not resolve.
-    #[error("cat-blobd cat-file does not support {form} in object names: '{}'", crate::fatal::Bytes(.name))]
-    Unsupported { form: &'static str, name: Vec<u8> },
-    /// `--follow-symlinks`: a symlink whose target is not in the tree (git's `DANGLING_SYMLINK`).
-    #[error("dangling symlink")]
-    Dangling,
-    /// `--follow-symlinks`: more than 40 links (`SYMLINK_LOOP`).
-    #[error("symlink loop")]
-    Loop,
-    /// `--follow-symlinks`: a file where the path needs a directory (`NOT_DIR`).
-    #[error("not a directory")]
-    NotDir,
-    /// `--follow-symlinks`: a symlink leading out of the tree, to this path (git answers `symlink <path>`).
-    #[error("symlink out of the tree")]
-    OutOfTree(Vec<u8>),
-    #[error(transparent)]
-    Read(#[from] ReadError),
-    /// An object that gix-object cannot parse where git needs to look into it (a commit's tree, a tag's target).
-    #[error("cannot parse {kind} {id}")]
-    Unparsable { id: ObjectId, kind: Kind },
 }
 
 /// Resolves names against one repository's refs and objects.
@@ -98,6 +61,8 @@ impl Names<'_> {
             mode: None,
             failure: None,
             unsupported: None,
+            ref_name: None,
+            loud: loud(name),
         };
         let parsed = gix_revision::spec::parse(name.into(), &mut spec);
         if let Some(form) = spec.unsupported {
@@ -106,9 +71,7 @@ impl Names<'_> {
         match (parsed, spec.current) {
             (Ok(()), Some(id)) => Ok(Resolved { id, mode: spec.mode }),
             _ => Err(match spec.failure {
-                Some(Failure::Ambiguous(text, candidates)) if text.eq_ignore_ascii_case(name) => {
-                    NameError::Ambiguous(candidates)
-                }
+                Some(Failure::Ambiguous { stays: true, candidates }) => NameError::Ambiguous(candidates),
                 Some(Failure::Error(NameError::PathMissing { path, .. })) => {
                     NameError::PathMissing { path, rev: rev_before_path(name).to_vec() }
                 }
@@ -123,10 +86,10 @@ impl Names<'_> {
 
     /// A reference by the name the user gave, in git's lookup order, followed to its object. Like git
     /// (`core.warnAmbiguousRefs`), warns when the name matches refs by more than one of git's rules, or when
-    /// `also_an_id` (it is an abbreviated id of an object too).
-    fn find_ref(&self, name: &[u8], also_an_id: bool) -> Option<ObjectId> {
+    /// `also_an_id` (it is an abbreviated id of an object too); but only if `warn` (git looks the name up at all).
+    fn find_ref(&self, name: &[u8], also_an_id: bool, warn: bool) -> Option<ObjectId> {
         let id = self.follow(name)?;
-        if also_an_id || self.rule_matches(name) > 1 {
+        if warn && (also_an_id || self.rule_matches(name) > 1) {
             let warning = format!("warning: refname '{}' is ambiguous.\n", crate::fatal::Bytes(name));
             self.messages.write(warning.as_bytes());
         }
@@ -168,8 +131,8 @@ impl Names<'_> {
     }
 }
 
-/// The name up to the end of its `n`-th `^{commit}`, `^{tag}`, `^{tree}` or `^{blob}` (or `^0`, which gix-revision
-/// also reports as a peel to a commit).
+/// The name up to the end of its `n`-th `^{commit}`, `^{tag}`, `^{tree}`, `^{blob}` or `^{/<text>}` (or `^0`,
+/// which gix-revision also reports as a peel to a commit).
 fn nth_onion(name: &[u8], n: usize) -> &[u8] {
     let mut seen = 0;
     for at in 0..name.len() {
@@ -178,6 +141,7 @@ fn nth_onion(name: &[u8], n: usize) -> &[u8] {
             .iter()
             .find(|onion| rest.starts_with(onion))
             .map(|onion| onion.len())
+            .or_else(|| rest.starts_with(b"^{/").then(|| memchr::memchr(b'}', rest).map_or(rest.len(), |c| c + 1)))
             .or_else(|| (rest.starts_with(b"^0") && !rest.get(2).is_some_and(u8::is_ascii_digit)).then_some(2));
         if let Some(len) = len {
             seen += 1;
@@ -189,6 +153,17 @@ fn nth_onion(name: &[u8], n: usize) -> &[u8] {
     name
 }
 
+/// Does git walk the steps of `name` (and so print their complaints)? Only if its `<rev>` is a base followed by
+/// what git's `get_oid_1` takes apart (`^{…}`, `^<n>`, `~<n>`); with anything else after them (`..`, `^!`, `/`)
+/// git takes the whole `<rev>` for a reference, finds none, and says nothing.
+fn loud(name: &[u8]) -> bool {
+    let rev = rev_before_path(name);
+    match memchr::memchr2(b'^', b'~', rev) {
+        Some(first) => ambiguous::looked_up(&rev[first..]),
+        None => true,
+    }
+}
+
 /// The length in hex of the ids of the hash that is not `hash`.
 fn other_hash_hex_len(hash: gix_hash::Kind) -> usize {
     match hash {
@@ -197,23 +172,34 @@ fn other_hash_hex_len(hash: gix_hash::Kind) -> usize {
     }
 }
 
-/// The `<rev>` of `<rev>:<path>`: up to the first colon outside braces (git's `get_oid_with_context_1`).
+/// The `<rev>` of `<rev>:<path>`: up to the first colon outside `^{…}` and `@{…}` (git's
+/// `get_oid_with_context_1`).
 fn rev_before_path(name: &[u8]) -> &[u8] {
     let mut depth = 0usize;
-    for (at, byte) in name.iter().enumerate() {
-        match byte {
-            b'{' => depth += 1,
+    let mut at = 0;
+    while at < name.len() {
+        match name[at] {
+            // Only `^{` and `@{` open a brace for git; a lone `{` is part of a name.
+            b'^' | b'@' if name.get(at + 1) == Some(&b'{') => {
+                depth += 1;
+                at += 1;
+            }
             b'}' if depth > 0 => depth -= 1,
             b':' if depth == 0 => return &name[..at],
             _ => {}
         }
+        at += 1;
     }
     name
 }
 
 enum Failure {
-    /// The abbreviated id (as typed) that more than one object starts with.
-    Ambiguous(Vec<u8>, Vec<ObjectId>),
+    /// An abbreviated id that more than one object starts with; `stays`: git answers the whole name
+    /// `ambiguous` (not `missing`).
+    Ambiguous {
+        stays: bool,
+        candidates: Vec<ObjectId>,
+    },
     Error(NameError),
 }
 
@@ -229,6 +215,10 @@ struct Spec<'n, 'a> {
     mode: Option<u32>,
     failure: Option<Failure>,
     unsupported: Option<&'static str>,
+    /// The reference name last looked up, for a `@{<n>}` after it.
+    ref_name: Option<Vec<u8>>,
+    /// Does git get as far as the steps of this name, and so say what it says on the way (see [`loud`])?
+    loud: bool,
 }
 
 fn stop() -> gix_error::Error {
@@ -249,7 +239,7 @@ impl Spec<'_, '_> {
     }
 
     fn fail(&mut self, err: NameError) -> gix_error::Result {
-        if !matches!(self.failure, Some(Failure::Ambiguous(..))) {
+        if !matches!(self.failure, Some(Failure::Ambiguous { .. })) {
             self.failure = Some(Failure::Error(err));
         }
         Err(stop())
@@ -257,6 +247,139 @@ impl Spec<'_, '_> {
 
     fn current(&self) -> Result<ObjectId, gix_error::Error> {
         self.current.ok_or_else(stop)
+    }
+
+    /// `<rev>:<path>` (git's `get_tree_entry`, or `get_tree_entry_follow_symlinks`), keeping the entry's mode.
+    fn path(&mut self, id: ObjectId, path: &[u8]) -> gix_error::Result {
+        self.reached_path = true;
+        if path.starts_with(b"./") || path.starts_with(b"../") {
+            return self.relative_path();
+        }
+        let store = self.names.store;
+        if self.names.follow_symlinks {
+            return match symlinks::follow(store, self.names.resolver, id, path) {
+                // An empty path is the tree itself, which git gives no mode.
+                Ok(Followed::Found(entry, mode)) => self.set_entry(entry, (!path.is_empty()).then_some(mode)),
+                Ok(Followed::Missing) => self.fail(NameError::Missing),
+                Ok(Followed::Dangling) => self.fail(NameError::Dangling),
+                Ok(Followed::Loop) => self.fail(NameError::Loop),
+                Ok(Followed::NotDir) => self.fail(NameError::NotDir),
+                Ok(Followed::OutOfTree(target)) => self.fail(NameError::OutOfTree(target)),
+                Err(err) => self.fail(err),
+            };
+        }
+        match tree::lookup_path(store, self.names.resolver, id, path) {
+            Ok(Some((entry, mode))) => self.set_entry(entry, mode),
+            Ok(None) => self.fail(NameError::PathMissing { path: path.to_vec(), rev: Vec::new() }),
+            Err(err) => self.fail(err),
+        }
+    }
+
+    fn set_entry(&mut self, id: ObjectId, mode: Option<u32>) -> gix_error::Result {
+        self.set(id)?;
+        self.mode = mode;
+        Ok(())
+    }
+
+    /// `./` and `../` paths (git's `resolve_relative_path`): relative to where the command runs in the work
+    /// tree. A bare repository has none, and git dies saying so; in a work tree cat-blobd does not resolve them.
+    fn relative_path(&mut self) -> gix_error::Result {
+        if self.names.refs.git_dir().file_name().is_some_and(|name| name == ".git") {
+            return self.unsupported("paths relative to the current directory (<rev>:./<path>)");
+        }
+        self.fail(NameError::RelativePath)
+    }
+
+    /// More than one object starts with `text`: git picks the one candidate that what follows the abbreviation
+    /// needs, or fails, saying so on stderr wherever in the name the abbreviation is (but not for a describe
+    /// name: git looks those up quietly).
+    fn disambiguate(&mut self, text: Vec<u8>, candidates: Vec<ObjectId>, describe: bool) -> gix_error::Result {
+        let suffix = match self.name.get(..text.len()) {
+            Some(start) if start.eq_ignore_ascii_case(&text) => Some(&self.name[text.len()..]),
+            _ => None,
+        };
+        let needs = match (describe, suffix) {
+            (true, _) => Needs::Commit,
+            (false, Some(suffix)) => Needs::after(suffix),
+            (false, None) => Needs::Anything,
+        };
+        if !describe && suffix.is_some_and(|suffix| !ambiguous::looked_up(suffix)) {
+            return self.fail(NameError::Missing);
+        }
+        let (store, resolver) = (self.names.store, &mut *self.names.resolver);
+        let fitting: Vec<ObjectId> =
+            candidates.iter().copied().filter(|id| needs.met_by(store, resolver, id)).collect();
+        if let [id] = fitting[..] {
+            return self.set(id);
+        }
+        if !describe {
+            // git lists only the fitting candidates when several fit, and all of them when none does.
+            let shown = if fitting.len() > 1 { &fitting } else { &candidates };
+            if self.loud {
+                ambiguous::report(store, self.names.resolver, self.names.messages, &text, shown);
+            }
+        }
+        let stays = describe || suffix.is_some_and(ambiguous::stays_ambiguous);
+        self.failure = Some(Failure::Ambiguous { stays, candidates });
+        Err(stop())
+    }
+
+    /// `^{<type>}` and `^0` (gix-revision reports both as a peel): git's `peel_onion` peels to the type and
+    /// says on stderr where the chain ended instead; `^0` is git's `get_parent`, which wants a commit (see
+    /// [`Self::commit_reference`]).
+    fn peel_onion(&mut self, id: ObjectId, kind: gix_object::Kind) -> Result<Option<ObjectId>, NameError> {
+        self.peels += 1;
+        let onion = nth_onion(self.name, self.peels);
+        if onion.ends_with(b"^0") {
+            return self.commit_reference(id);
+        }
+        match tree::peel_or_dead_end(self.names.store, self.names.resolver, id, kind)? {
+            Some(Err(reached)) => {
+                // git's `peel_to_type` names the name up to this `^{<type>}`.
+                let message = format!(
+                    "error: {}: expected {kind} type, but the object dereferences to {reached} type\n",
+                    crate::fatal::Bytes(onion)
+                );
+                if self.loud {
+                    self.names.messages.write(message.as_bytes());
+                }
+                Ok(None)
+            }
+            peeled => Ok(peeled.and_then(Result::ok)),
+        }
+    }
+
+    /// The commit `id` names, tags followed (git's `lookup_commit_reference`, for `^<n>` and `~<n>`), or `None`
+    /// after git's complaint that it leads to some other type.
+    fn commit_reference(&mut self, id: ObjectId) -> Result<Option<ObjectId>, NameError> {
+        let store = self.names.store;
+        let peeled = match tree::peel_tags(store, self.names.resolver, id) {
+            Ok(peeled) => peeled,
+            Err(NameError::Missing) => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        match tree::kind_of(store, &peeled)? {
+            Some(gix_object::Kind::Commit) => Ok(Some(peeled)),
+            Some(other) => {
+                // git 2.55 names the object as given (2.47 named the tag's target).
+                let message = format!("error: object {id} is a {other}, not a commit\n");
+                if self.loud {
+                    self.names.messages.write(message.as_bytes());
+                }
+                Ok(None)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Does git look `reference` up by that name? Only when it starts the name and what follows is something
+    /// git's `get_oid_1` takes apart (`^{…}`, `^<n>`, `~<n>`, `:<path>`); before `^!`, `..` or `@{…}` git
+    /// tries the whole name, finds nothing, and says nothing about the reference.
+    fn looked_up_as_ref(&self, reference: &[u8]) -> bool {
+        match self.name.get(..reference.len()) {
+            Some(start) if start.eq_ignore_ascii_case(reference) => ambiguous::looked_up(&self.name[reference.len()..]),
+            _ => false,
+        }
     }
 
     /// Runs a step that reads objects; a step that finds nothing stops the parse as `missing`.
@@ -271,7 +394,9 @@ impl Spec<'_, '_> {
 
 impl delegate::Revision for Spec<'_, '_> {
     fn find_ref(&mut self, name: &gix_object::bstr::BStr) -> gix_error::Result {
-        match self.names.find_ref(name, false) {
+        self.ref_name = Some(name.to_vec());
+        let warn = self.looked_up_as_ref(name);
+        match self.names.find_ref(name, false, warn) {
             Some(id) => self.set(id),
             None => self.fail(NameError::Missing),
         }
@@ -282,52 +407,77 @@ impl delegate::Revision for Spec<'_, '_> {
         let also_an_id = || matches!(self.names.store.find_prefix(&prefix), PrefixMatch::Unique(_));
         if hint.is_none()
             && self.names.follow(&text).is_some()
-            && let Some(id) = self.names.find_ref(&text, also_an_id())
+            && let Some(id) = self.names.find_ref(&text, also_an_id(), self.looked_up_as_ref(&text))
         {
             // git looks the name up as a reference first.
             return self.set(id);
         }
-        if prefix.hex_len() == self.names.store.object_hash().len_in_hex() {
+        let hex_len = self.names.store.object_hash().len_in_hex();
+        if prefix.hex_len() == hex_len {
             return self.set(prefix.as_oid().to_owned());
+        }
+        if prefix.hex_len() > hex_len {
+            // git searches up to 64 digits (GIT_MAX_HEXSZ). Its loose objects compare all of them with the id
+            // in a 32-byte buffer, zero past the hash: the id followed by zeros. Its pack indexes compare only
+            // the hash's length: the id followed by anything.
+            let id = ObjectId::from_hex(&text[..hex_len]).expect("hex digits of the hash's length");
+            if text[hex_len..].iter().all(|&digit| digit == b'0') || self.names.store.in_pack(&id) {
+                return self.set(id);
+            }
+            return self.fail(NameError::Missing);
         }
         match self.names.store.find_prefix(&prefix) {
             PrefixMatch::Unique(id) => self.set(id),
             PrefixMatch::None => self.fail(NameError::Missing),
-            PrefixMatch::Ambiguous(candidates) => {
-                let commits: Vec<ObjectId> = match hint {
-                    // A describe name only ever names a commit (git's `GET_OID_COMMIT`).
-                    Some(_) => candidates
-                        .iter()
-                        .copied()
-                        .filter(|id| tree::kind_of(self.names.store, id).ok().flatten() == Some(Kind::Commit))
-                        .collect(),
-                    None => candidates.clone(),
-                };
-                match commits[..] {
-                    [id] => self.set(id),
-                    _ => {
-                        // git's get_short_oid says so on stderr wherever in the name the abbreviation is.
-                        ambiguous::report(
-                            self.names.store,
-                            self.names.resolver,
-                            self.names.messages,
-                            &text,
-                            &candidates,
-                        );
-                        self.failure = Some(Failure::Ambiguous(text, candidates));
-                        Err(stop())
-                    }
-                }
-            }
+            PrefixMatch::Ambiguous(candidates) => self.disambiguate(text, candidates, hint.is_some()),
         }
     }
 
-    fn reflog(&mut self, _query: ReflogLookup) -> gix_error::Result {
-        self.unsupported("reflog entries (<ref>@{<n>} or <ref>@{<date>})")
+    fn reflog(&mut self, query: ReflogLookup) -> gix_error::Result {
+        let refs = &self.names.refs;
+        // `<name>@{…}` reads the reflog of the reference `<name>` names (none: no such name); `@{…}` that of
+        // the branch HEAD is on, with or without a reflog.
+        let (log, shown) = match self.ref_name.take() {
+            Some(name) => match reflog::find(refs, &name) {
+                Some(log) => (log, name),
+                None => return self.fail(NameError::Missing),
+            },
+            None => match reflog::of_head(refs) {
+                Some(log) => {
+                    let shown = reflog::short_name(&log);
+                    (log, shown)
+                }
+                None => return self.fail(NameError::Missing),
+            },
+        };
+        match query {
+            ReflogLookup::Entry(n) => {
+                let found = reflog::nth(refs, &log, n, &shown).map(Some);
+                self.step(found)
+            }
+            ReflogLookup::Date(_) => match reflog::by_date_if_empty(refs, &log) {
+                Some(err) => self.fail(err),
+                None => self.unsupported("reflog entries by date (<ref>@{<date>})"),
+            },
+        }
     }
 
-    fn nth_checked_out_branch(&mut self, _branch_no: usize) -> gix_error::Result {
-        self.unsupported("previously checked-out branches (@{-<n>})")
+    fn nth_checked_out_branch(&mut self, branch_no: usize) -> gix_error::Result {
+        // git finds the branch in HEAD's reflog: without one (a bare repository) the name names nothing. A
+        // detached HEAD was recorded by its id; a branch is then looked up by git's rules.
+        let Some(branch) = reflog::nth_prior_checkout(&self.names.refs, branch_no) else {
+            return self.fail(NameError::Missing);
+        };
+        let hex_len = self.names.store.object_hash().len_in_hex();
+        if branch.len() == hex_len
+            && let Ok(id) = ObjectId::from_hex(&branch)
+        {
+            return self.set(id);
+        }
+        match self.names.find_ref(&branch, false, true) {
+            Some(id) => self.set(id),
+            None => self.fail(NameError::Missing),
+        }
     }
 
     fn sibling_branch(&mut self, _kind: SiblingBranch) -> gix_error::Result {
@@ -338,6 +488,10 @@ impl delegate::Revision for Spec<'_, '_> {
 impl delegate::Navigate for Spec<'_, '_> {
     fn traverse(&mut self, kind: Traversal) -> gix_error::Result {
         let id = self.current()?;
+        let id = match self.commit_reference(id) {
+            Ok(Some(id)) => id,
+            other => return self.step(other),
+        };
         let result = match kind {
             Traversal::NthParent(n) => tree::nth_parent(self.names.store, self.names.resolver, id, n),
             Traversal::NthAncestor(n) => tree::nth_ancestor(self.names.store, self.names.resolver, id, n),
@@ -350,65 +504,54 @@ impl delegate::Navigate for Spec<'_, '_> {
         let store = self.names.store;
         match kind {
             PeelTo::ObjectKind(kind) => {
-                self.peels += 1;
-                match tree::peel_or_dead_end(store, self.names.resolver, id, kind) {
-                    Ok(Some(Err(reached))) => {
-                        // git's `peel_to_type` says so on stderr, naming the name up to this `^{<type>}`.
-                        let onion = nth_onion(self.name, self.peels);
-                        let message = format!(
-                            "error: {}: expected {kind} type, but the object dereferences to {reached} type\n",
-                            crate::fatal::Bytes(onion)
-                        );
-                        self.names.messages.write(message.as_bytes());
-                        self.fail(NameError::Missing)
-                    }
-                    peeled => self.step(peeled.map(|found| found.and_then(Result::ok))),
-                }
+                let peeled = self.peel_onion(id, kind);
+                self.step(peeled)
             }
             PeelTo::ValidObject => self.step(tree::kind_of(store, &id).map(|kind| kind.map(|_| id))),
             PeelTo::RecursiveTagObject => {
                 let peeled = tree::peel_tags(store, self.names.resolver, id).map(Some);
                 self.step(peeled)
             }
-            PeelTo::Path(path) => {
-                self.reached_path = true;
-                if path.starts_with(b"./") || path.starts_with(b"../") || path == "." || path == ".." {
-                    return self.unsupported("paths relative to the current directory (<rev>:./<path>)");
-                }
-                if self.names.follow_symlinks {
-                    return match symlinks::follow(store, self.names.resolver, id, path) {
-                        Ok(Followed::Found(entry, mode)) => {
-                            self.set(entry)?;
-                            self.mode = Some(mode);
-                            Ok(())
-                        }
-                        Ok(Followed::Missing) => self.fail(NameError::Missing),
-                        Ok(Followed::Dangling) => self.fail(NameError::Dangling),
-                        Ok(Followed::Loop) => self.fail(NameError::Loop),
-                        Ok(Followed::NotDir) => self.fail(NameError::NotDir),
-                        Ok(Followed::OutOfTree(target)) => self.fail(NameError::OutOfTree(target)),
-                        Err(err) => self.fail(err),
-                    };
-                }
-                match tree::lookup_path(store, self.names.resolver, id, path) {
-                    Ok(Some((entry, mode))) => {
-                        self.set(entry)?;
-                        self.mode = Some(mode);
-                        Ok(())
-                    }
-                    Ok(None) => self.fail(NameError::PathMissing { path: path.to_vec(), rev: Vec::new() }),
-                    Err(err) => self.fail(err),
-                }
-            }
+            PeelTo::Path(path) => self.path(id, path),
         }
     }
 
-    fn find(&mut self, _regex: &gix_object::bstr::BStr, _negated: bool) -> gix_error::Result {
-        self.unsupported("commit message searches (:/<text> or <rev>^{/<text>})")
+    fn find(&mut self, regex: &gix_object::bstr::BStr, negated: bool) -> gix_error::Result {
+        let (store, names) = (self.names.store, &mut *self.names);
+        let starts = match self.current {
+            // `<rev>^{/<text>}`: from the commit `<rev>` peels to; `^{/}` is that commit.
+            Some(id) => match self.peel_onion(id, gix_object::Kind::Commit) {
+                Ok(Some(commit)) if regex.is_empty() => return self.set(commit),
+                Ok(Some(commit)) => vec![commit],
+                Ok(None) => return self.fail(NameError::Missing),
+                Err(err) => return self.fail(err),
+            },
+            None => {
+                let names = &*names;
+                let tips: Vec<ObjectId> =
+                    search::ref_names(&names.refs).iter().filter_map(|name| names.follow(name)).collect();
+                match search::commits_of(store, self.names.resolver, &tips) {
+                    Ok(starts) => starts,
+                    Err(err) => return self.fail(err),
+                }
+            }
+        };
+        let found = search::youngest_matching(store, self.names.resolver, &starts, regex, negated);
+        self.step(found)
     }
 
-    fn index_lookup(&mut self, _path: &gix_object::bstr::BStr, _stage: u8) -> gix_error::Result {
-        self.unsupported("index paths (:<path> or :<n>:<path>)")
+    fn index_lookup(&mut self, path: &gix_object::bstr::BStr, stage: u8) -> gix_error::Result {
+        if path.starts_with(b"./") || path.starts_with(b"../") {
+            return self.relative_path();
+        }
+        // Without an index (a bare repository) nothing is in it.
+        let hash = self.names.store.object_hash();
+        match index::lookup(self.names.refs.git_dir(), hash, path, stage) {
+            index::Entry::Found { id, mode } => self.set_entry(id, Some(mode)),
+            index::Entry::Absent => self.fail(NameError::NotInIndex(path.to_vec())),
+            index::Entry::OtherStage(found) => self.fail(NameError::NotAtStage { path: path.to_vec(), stage, found }),
+            index::Entry::Unreadable => self.unsupported("index paths (:<path>) in a split or unknown index"),
+        }
     }
 }
 

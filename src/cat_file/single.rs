@@ -1,5 +1,7 @@
 //! One object named on the command line (git's `cat_one_file`): `-t`, `-s`, `-e`, `-p` and `<type> <object>`.
 
+use std::os::unix::ffi::OsStrExt;
+
 use gix_object::Kind;
 
 use super::args::{Args, CmdMode};
@@ -92,12 +94,30 @@ fn push_mapped(out: &mut Output<'_>, mailmap: Option<&Mailmap>, kind: Kind, data
 /// git's `get_oid_with_context` with `GET_OID_ONLY_TO_DIE`: a name that does not resolve is fatal, with
 /// git's explanation.
 fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFileError> {
+    if name.starts_with(b":/") {
+        // With GET_OID_ONLY_TO_DIE git does not search commit messages: `:/<text>` is an index path that a
+        // path starting with '/' never names.
+        return Err(CatFileError::git(format!("Not a valid object name {}", Bytes(name))));
+    }
     match names.resolve(name) {
         Ok(resolved) => Ok(resolved),
+        // git's `diagnose_invalid_oid_path` looks for the path on disk first (lstat, from the current directory).
+        Err(NameError::PathMissing { path, rev })
+            if std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&path)).is_ok() =>
+        {
+            Err(CatFileError::git(format!("path '{}' exists on disk, but not in '{}'", Bytes(&path), Bytes(&rev))))
+        }
+        Err(NameError::NotInIndex(path)) if std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&path)).is_ok() => {
+            Err(CatFileError::git(format!("path '{}' exists on disk, but not in the index", Bytes(&path))))
+        }
         Err(
             err @ (NameError::PathMissing { .. }
             | NameError::InvalidRev(_)
             | NameError::Unsupported { .. }
+            | NameError::RelativePath
+            | NameError::Reflog(_)
+            | NameError::NotInIndex(_)
+            | NameError::NotAtStage { .. }
             | NameError::Read(_)),
         ) => Err(err.into()),
         Err(_) => Err(CatFileError::git(format!("Not a valid object name {}", Bytes(name)))),

@@ -5,7 +5,7 @@ use gix_hash::ObjectId;
 use gix_object::Kind;
 use gix_object::tree::EntryKind;
 
-use super::names::NameError;
+use super::name_error::NameError;
 use super::tree;
 use crate::store::{Resolver, Store};
 

@@ -4,7 +4,7 @@
 use gix_hash::ObjectId;
 use gix_object::{CommitRefIter, Kind, TagRefIter, TreeRefIter};
 
-use super::names::NameError;
+use super::name_error::NameError;
 use crate::git_compat::quote::quote_c_style;
 use crate::store::{Object, Resolver, Store};
 
@@ -116,31 +116,72 @@ pub(crate) fn nth_ancestor(
 }
 
 /// `<rev>:<path>`: the entry at `path` in the tree of `id`, and its mode (git's `get_tree_entry`). An empty
-/// path is the tree itself.
+/// path is the tree itself, with no mode (git leaves it unset). Like git, `dir/` names the directory, but an
+/// empty component (`dir//file`, `/file`) or a `/` after a file names nothing.
 pub(crate) fn lookup_path(
     store: &Store,
     resolver: &mut Resolver,
     id: ObjectId,
-    path: &[u8],
-) -> Result<Option<(ObjectId, u32)>, NameError> {
+    mut path: &[u8],
+) -> Result<Option<(ObjectId, Option<u32>)>, NameError> {
     let Some(mut current) = peel_to_kind(store, resolver, id, Kind::Tree)? else { return Ok(None) };
-    let mut mode = 0o040000;
-    for component in path.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
-        if mode != 0o040000 {
-            return Ok(None);
-        }
+    if path.is_empty() {
+        return Ok(Some((current, None)));
+    }
+    loop {
         let Some(tree) = read(store, resolver, &current)? else { return Ok(None) };
         if tree.kind != Kind::Tree {
             return Ok(None);
         }
-        let entry = TreeRefIter::from_bytes(&tree.data, store.object_hash())
-            .filter_map(Result::ok)
-            .find(|entry| entry.filename == component);
-        let Some(entry) = entry else { return Ok(None) };
-        current = entry.oid.to_owned();
-        mode = entry.mode.kind() as u32;
+        match find_tree_entry(&tree.data, store.object_hash(), path) {
+            Step::Found(entry, mode) => return Ok(Some((entry, Some(mode)))),
+            Step::Descend(entry, rest) => {
+                current = entry;
+                path = &path[path.len() - rest..];
+            }
+            Step::NotFound => return Ok(None),
+        }
     }
-    Ok(Some((current, mode)))
+}
+
+/// One step of git's `find_tree_entry`.
+enum Step {
+    Found(ObjectId, u32),
+    /// Into this subtree, with the last `usize` bytes of the path still to walk.
+    Descend(ObjectId, usize),
+    NotFound,
+}
+
+/// git's `find_tree_entry`: entries are compared with the start of `name` in tree order, stopping at the first
+/// that sorts after it.
+fn find_tree_entry(data: &[u8], hash: gix_hash::Kind, name: &[u8]) -> Step {
+    for entry in TreeRefIter::from_bytes(data, hash).filter_map(Result::ok) {
+        let entry_name: &[u8] = entry.filename;
+        let len = entry_name.len();
+        if len > name.len() {
+            continue;
+        }
+        match name[..len].cmp(entry_name) {
+            std::cmp::Ordering::Greater => continue,
+            std::cmp::Ordering::Less => break,
+            std::cmp::Ordering::Equal => {}
+        }
+        let mode = entry.mode.kind() as u32;
+        if len == name.len() {
+            return Step::Found(entry.oid.to_owned(), mode);
+        }
+        if name[len] != b'/' {
+            continue;
+        }
+        if !entry.mode.is_tree() {
+            break;
+        }
+        if len + 1 == name.len() {
+            return Step::Found(entry.oid.to_owned(), mode);
+        }
+        return Step::Descend(entry.oid.to_owned(), name.len() - len - 1);
+    }
+    Step::NotFound
 }
 
 /// A tree as `git ls-tree <tree>` prints it: `<mode> SP <type> SP <id> TAB <path> LF` per entry, the path
