@@ -17,5 +17,6 @@ mod pinned;
 mod server;
 mod server_cat_file;
 mod server_hardening;
+mod shim;
 mod util;
 mod write_through;
