@@ -111,8 +111,8 @@ fn fast_import_stream() -> Vec<u8> {
 /// `who` ran the command.
 #[track_caller]
 fn both_ways(shim: &Shim, cwd: &Path, args: &[&str], stdin: &[u8], who: &str) -> Output {
-    let git = real_git(args).current_dir(cwd).env("CONFIG_VALUE", "x").stdin(stdin).run();
-    let ours = shim.git(args).current_dir(cwd).env("CONFIG_VALUE", "x").stdin(stdin).run();
+    let git = real_git(args).current_dir(cwd).env("CONFIG_VALUE", "x").env("FALSE_VALUE", "false").stdin(stdin).run();
+    let ours = shim.git(args).current_dir(cwd).env("CONFIG_VALUE", "x").env("FALSE_VALUE", "false").stdin(stdin).run();
     let what = format!("git {args:?} in {}", cwd.display());
     if who == "git" {
         // The real git ran both times: every byte is the same.
@@ -164,6 +164,9 @@ fn shim_global_options_are_applied_as_git_applies_them() {
         (words(&["--namespace", "ns"]), top),
         (words(&["--namespace=ns"]), top),
         (words(&["-c", "user.name=x", "-c", "color.ui"]), top),
+        (words(&["-c", "core.quotePath=false", "-c", "core.useReplaceRefs=NO", "-c", "core.ignoreCase"]), top),
+        (words(&["-c", "core.quotepath=off", "-c", "core.quotePath=on"]), top),
+        (words(&["--config-env=core.quotePath=FALSE_VALUE"]), top),
         (words(&["--config-env", "user.name=CONFIG_VALUE"]), top),
         (words(&["--config-env=user.name=CONFIG_VALUE"]), top),
         (words(&["--no-replace-objects"]), top),
@@ -202,8 +205,8 @@ fn shim_leaves_what_cat_blobd_would_answer_differently_to_git() {
     let shim = Shim::new();
     let top = repo();
     for args in [
-        &["-c", "core.quotePath=false", "fast-import", "--quiet", "--cat-blob-fd=1"][..],
-        &["-c", "core.useReplaceRefs=false", "cat-file", "--batch"],
+        &["-c", "core.quotePath=maybe", "fast-import", "--quiet", "--cat-blob-fd=1"][..],
+        &["-c", "include.path=/dev/null", "cat-file", "--batch"],
         &["-p", "cat-file", "--batch"],
         &["--shallow-file", "x", "cat-file", "--batch"],
         &["--frobnicate", "cat-file", "--batch"],
@@ -257,7 +260,10 @@ fn shim_fast_import_writes_through_the_real_git() {
     assert_bytes_eq("responses", &heads[0].0, &heads[1].0);
     assert_bytes_eq("the written branch", &heads[0].1, &heads[1].1);
     let log = shim.take_log();
-    assert_eq!(log, "cat-blobd fast-import\ngit fast-import\n", "the child was the real git");
+    assert_eq!(
+        log, "cat-blobd fast-import --quiet --done --cat-blob-fd=1\ngit fast-import --quiet --done --cat-blob-fd=1\n",
+        "the child was the real git"
+    );
 }
 
 /// With `CAT_BLOBD_SOCKET`, a daemon answers; once it is gone, or where the path is no socket, cat-blobd answers
@@ -274,25 +280,25 @@ fn shim_uses_the_daemon_and_falls_back_when_it_is_gone() {
         |socket: &Path| shim.git(&args).current_dir(top).env("CAT_BLOBD_SOCKET", socket).stdin(batch_input()).run();
     let ours = through(&socket);
     assert_same_as_git("through the daemon", &git, &ours);
-    assert_eq!(shim.take_log(), "daemon cat-file\n");
+    assert_eq!(shim.take_log(), "daemon cat-file --batch\n");
     let fast_import = ["fast-import", "--quiet", "--cat-blob-fd=1"];
     let git_fi = real_git(&fast_import).current_dir(top).stdin(fast_import_stream()).run();
     let ours_fi =
         shim.git(&fast_import).current_dir(top).env("CAT_BLOBD_SOCKET", &socket).stdin(fast_import_stream()).run();
     assert_same_as_git("fast-import through the daemon", &git_fi, &ours_fi);
-    assert_eq!(shim.take_log(), "daemon fast-import\n");
+    assert_eq!(shim.take_log(), "daemon fast-import --quiet --cat-blob-fd=1\n");
 
     daemon.signal(rustix::process::Signal::TERM);
     daemon.wait();
     let ours = through(&socket);
     assert_same_as_git("the daemon is gone", &git, &ours);
-    assert_eq!(shim.take_log(), "cat-blobd cat-file\n");
+    assert_eq!(shim.take_log(), "cat-blobd cat-file --batch\n");
 
     let not_a_socket = shim.dir.path().join("plain-file");
     std::fs::write(&not_a_socket, "").unwrap();
     let ours = through(&not_a_socket);
     assert_same_as_git("a path that is no socket", &git, &ours);
-    assert_eq!(shim.take_log(), "cat-blobd cat-file\n");
+    assert_eq!(shim.take_log(), "cat-blobd cat-file --batch\n");
 }
 
 /// Runs the link directly (no shell, so `PATH` can be anything) with `env`.

@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::options::{Step, push_config_parameter};
+use super::options::{KeyUse, Step, key_use, push_config_parameter};
 use super::route::Plan;
 use crate::git_compat::strerror::strerror;
 use crate::server::client::{self, ClientError};
@@ -26,7 +26,7 @@ pub(super) enum AnswerError {
 }
 
 /// Environment variables set by the global options, over the process's.
-type Env = BTreeMap<&'static str, OsString>;
+type Env = BTreeMap<OsString, OsString>;
 
 /// How an answer ended, when this process is still there to say.
 pub(super) enum Answered {
@@ -55,7 +55,7 @@ pub(super) fn answer(plan: &Plan) -> Answered {
     {
         match client::connect(&PathBuf::from(socket), None, stream_args.clone()) {
             Ok(reply) => {
-                super::log(&plan.command, "daemon");
+                super::log("daemon", &plan.words());
                 return Answered::Status(exit_status(reply));
             }
             // No daemon there (or not a socket, or not one this process trusts), and nothing was sent: answer here.
@@ -63,7 +63,7 @@ pub(super) fn answer(plan: &Plan) -> Answered {
             Err(err) => return Answered::Failed(err.into()),
         }
     }
-    super::log(&plan.command, "cat-blobd");
+    super::log("cat-blobd", &plan.words());
     let err = Command::new("/proc/self/exe")
         .arg0("cat-blobd")
         .args(stream_args.into_iter().map(OsString::from_vec))
@@ -116,24 +116,42 @@ fn apply_steps(steps: &[Step]) -> Result<Option<Env>, AnswerError> {
 
 fn env_of(steps: &[Step]) -> Option<Env> {
     let mut env = Env::new();
-    let current = |env: &Env, name: &'static str| env.get(name).cloned().or_else(|| std::env::var_os(name));
+    let current = |env: &Env, name: &'static str| env.get(OsStr::new(name)).cloned().or_else(|| std::env::var_os(name));
     for step in steps {
         match step {
             Step::Chdir(dir) => std::env::set_current_dir(dir).ok()?,
             Step::Set(name, value) => {
-                env.insert(name, value.clone());
+                env.insert(name.into(), value.clone());
             }
             Step::GitDirFromCwd => {
                 if current(&env, "GIT_DIR").is_none() {
-                    env.insert("GIT_DIR", std::env::current_dir().ok()?.into_os_string());
+                    env.insert("GIT_DIR".into(), std::env::current_dir().ok()?.into_os_string());
                 }
             }
             Step::Config(key, value) => {
                 let old = current(&env, "GIT_CONFIG_PARAMETERS");
                 let pushed = push_config_parameter(old.as_deref().map(OsStr::as_bytes), key, value.as_deref());
-                env.insert("GIT_CONFIG_PARAMETERS", OsString::from_vec(pushed));
+                env.insert("GIT_CONFIG_PARAMETERS".into(), OsString::from_vec(pushed));
+                if key_use(key, value.as_deref()) == KeyUse::Read {
+                    let count = current(&env, "GIT_CONFIG_COUNT");
+                    read_by_cat_blobd(&mut env, count, key, value.as_deref())?;
+                }
             }
         }
     }
     Some(env)
+}
+
+/// Adds `key` = `value` (no value: true) as the next `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>` after `count`
+/// (the current `GIT_CONFIG_COUNT`), which cat-blobd reads after the configuration files, as git reads
+/// `GIT_CONFIG_PARAMETERS`. `None` when the count is not a number (git dies on it).
+fn read_by_cat_blobd(env: &mut Env, count: Option<OsString>, key: &[u8], value: Option<&[u8]>) -> Option<()> {
+    let count: usize = match count {
+        Some(count) => count.to_str()?.parse().ok()?,
+        None => 0,
+    };
+    env.insert(format!("GIT_CONFIG_KEY_{count}").into(), OsString::from_vec(key.to_vec()));
+    env.insert(format!("GIT_CONFIG_VALUE_{count}").into(), OsString::from_vec(value.unwrap_or(b"true").to_vec()));
+    env.insert("GIT_CONFIG_COUNT".into(), (count + 1).to_string().into());
+    Some(())
 }

@@ -52,21 +52,21 @@ pub fn main(argv0: &OsStr, args: &[OsString]) -> u8 {
             return 128;
         }
     };
-    let command = args.iter().find(|arg| !arg.as_bytes().starts_with(b"-")).cloned().unwrap_or_default();
-    log(&command, "git");
+    log("git", args);
     print_fatal(&real_git::exec(&git, argv0, args).to_string());
     128
 }
 
-/// `CAT_BLOBD_SHIM_LOG=<file>`: one line per command the shim sees, `<who> <command>` (`cat-blobd`, `daemon` or
-/// `git`), so that a user (and the tests) can see which commands cat-blobd answered. Errors are ignored: the
-/// log must never fail the command.
-pub(crate) fn log(command: &OsStr, who: &str) {
+/// `CAT_BLOBD_SHIM_LOG=<file>`: one line per command line the shim sees, `<who> <arguments…>` (`who` is
+/// `cat-blobd`, `daemon` or `git`; for cat-blobd and its daemon, from the command word on), so that a user (and the
+/// tests) can see which commands cat-blobd answered. Errors are ignored: the log must never fail the command.
+pub(crate) fn log(who: &str, words: &[OsString]) {
     let Some(path) = std::env::var_os("CAT_BLOBD_SHIM_LOG").filter(|path| !path.is_empty()) else { return };
-    let mut line = Vec::with_capacity(command.len() + 16);
-    line.extend_from_slice(who.as_bytes());
-    line.push(b' ');
-    line.extend_from_slice(command.as_bytes());
+    let mut line = who.as_bytes().to_vec();
+    for word in words {
+        line.push(b' ');
+        line.extend_from_slice(word.as_bytes());
+    }
     line.push(b'\n');
     if let Ok(mut file) = std::fs::OpenOptions::new().append(true).create(true).open(path) {
         let _ = file.write_all(&line);

@@ -162,14 +162,37 @@ fn sq_quote(out: &mut Vec<u8>, text: &[u8]) {
     out.push(b'\'');
 }
 
-/// A configuration key that cat-blobd reads (or that can make it read others): set on the command line, git
-/// alone applies it.
-pub(super) fn key_matters_to_cat_blobd(key: &[u8]) -> bool {
+/// What cat-blobd makes of a `-c` key and value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum KeyUse {
+    /// A key cat-blobd does not read: `GIT_CONFIG_PARAMETERS` carries it to a write-through git.
+    Ignored,
+    /// One of the booleans cat-blobd reads, with a value both read alike: also given to cat-blobd as a
+    /// `GIT_CONFIG_KEY_<n>` (it does not read `GIT_CONFIG_PARAMETERS`).
+    Read,
+    /// An include, or a value git might read differently from cat-blobd: git alone applies it.
+    GitOnly,
+}
+
+/// How cat-blobd takes `-c key[=value]`.
+pub(super) fn key_use(key: &[u8], value: Option<&[u8]>) -> KeyUse {
     let key = key.to_ascii_lowercase();
     let section = key.split(|&b| b == b'.').next().unwrap_or_default();
-    let name = key.rsplit(|&b| b == b'.').next().unwrap_or_default();
-    matches!(section, b"include" | b"includeif")
-        || (section == b"core" && matches!(name, b"quotepath" | b"ignorecase" | b"usereplacerefs"))
+    if matches!(section, b"include" | b"includeif") {
+        return KeyUse::GitOnly;
+    }
+    if !matches!(&key[..], b"core.quotepath" | b"core.ignorecase" | b"core.usereplacerefs") {
+        return KeyUse::Ignored;
+    }
+    let plain_bool = |value: &[u8]| {
+        let value = value.to_ascii_lowercase();
+        matches!(&value[..], b"true" | b"false" | b"yes" | b"no" | b"on" | b"off" | b"1" | b"0")
+    };
+    match value {
+        None => KeyUse::Read,
+        Some(value) if plain_bool(value) => KeyUse::Read,
+        Some(_) => KeyUse::GitOnly,
+    }
 }
 
 /// A key git accepts on the command line (`git_config_parse_key`): `section[.subsection].name`, the section and
@@ -261,8 +284,11 @@ mod tests {
         assert!(!valid_key(b"nosection"));
         assert!(!valid_key(b".name"));
         assert!(!valid_key(b"a.1name"));
-        assert!(key_matters_to_cat_blobd(b"Core.QuotePath"));
-        assert!(key_matters_to_cat_blobd(b"includeIf.gitdir:x.path"));
-        assert!(!key_matters_to_cat_blobd(b"user.name"));
+        assert_eq!(key_use(b"Core.QuotePath", Some(b"Off")), KeyUse::Read);
+        assert_eq!(key_use(b"core.ignorecase", None), KeyUse::Read);
+        assert_eq!(key_use(b"core.ignorecase", Some(b"2")), KeyUse::GitOnly);
+        assert_eq!(key_use(b"includeIf.gitdir:x.path", Some(b"f")), KeyUse::GitOnly);
+        assert_eq!(key_use(b"user.name", Some(b"x")), KeyUse::Ignored);
+        assert_eq!(key_use(b"core.x.quotepath", Some(b"x")), KeyUse::Ignored);
     }
 }

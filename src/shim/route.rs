@@ -20,6 +20,11 @@ pub(super) struct Plan {
 }
 
 impl Plan {
+    /// The command word and its arguments.
+    pub(super) fn words(&self) -> Vec<OsString> {
+        std::iter::once(self.command.clone()).chain(self.args.iter().cloned()).collect()
+    }
+
     pub(super) fn is_cat_file(&self) -> bool {
         self.command == "cat-file"
     }
@@ -44,11 +49,13 @@ pub(super) fn plan(args: &[OsString], env: impl Fn(&OsStr) -> Option<OsString>) 
     })
 }
 
-/// `-c`/`--config-env` keys git accepts and cat-blobd does not read, and a `GIT_CONFIG_PARAMETERS` from a parent
+/// `-c`/`--config-env` keys git accepts and cat-blobd reads alike or not at all, and a `GIT_CONFIG_PARAMETERS` from a parent
 /// git that names none of the keys cat-blobd reads (it does not read that variable; git does).
 fn config_answers(steps: &[Step], inherited: Option<&OsStr>) -> bool {
     let keys_ok = steps.iter().all(|step| match step {
-        Step::Config(key, _) => options::valid_key(key) && !options::key_matters_to_cat_blobd(key),
+        Step::Config(key, value) => {
+            options::valid_key(key) && options::key_use(key, value.as_deref()) != options::KeyUse::GitOnly
+        }
         _ => true,
     });
     let inherited = inherited.map(|text| text.as_bytes().to_ascii_lowercase()).unwrap_or_default();
@@ -125,7 +132,7 @@ mod tests {
             &["fast-import", "--cat-blob-fd", "3"],
             &["fast-import", "-h"],
             &["fast-import", "--help"],
-            &["-c", "core.quotePath=false", "cat-file", "--batch"],
+            &["-c", "core.quotePath=maybe", "cat-file", "--batch"],
             &["-c", "nosection", "cat-file", "--batch"],
         ] {
             assert_eq!(plan_of(refused), None, "{refused:?}");
