@@ -331,10 +331,8 @@ fn shim_refuses_to_run_itself_or_a_bad_real_git() {
         "no git on PATH besides this cat-blobd shim: set CAT_BLOBD_GIT to the real git",
     );
     let out = run_link(&link, &["--version"], &[("PATH", &only_shim), ("CAT_BLOBD_GIT", link.as_os_str())]);
-    let message = format!(
-        "CAT_BLOBD_GIT is '{}', which is this cat-blobd shim itself, not git: running it would loop",
-        link.display()
-    );
+    let message =
+        format!("CAT_BLOBD_GIT is '{}', which is a cat-blobd shim, not git: running it would loop", link.display());
     assert_fatal("CAT_BLOBD_GIT is the shim", &out, &message);
     let missing = other_dir.path().join("missing");
     let out = run_link(&link, &["--version"], &[("CAT_BLOBD_GIT", missing.as_os_str())]);
@@ -351,6 +349,17 @@ fn shim_refuses_to_run_itself_or_a_bad_real_git() {
         &out,
         &format!("CAT_BLOBD_GIT is '{}': not an executable file", plain.display()),
     );
+
+    // Another build's shim further on PATH is no real git either: the two would exec each other for ever.
+    let other_build = other_dir.path().join("cat-blobd-other-build");
+    std::fs::copy(CAT_BLOBD, &other_build).unwrap();
+    let other_shim = other_dir.path().join("bin");
+    std::fs::create_dir(&other_shim).unwrap();
+    std::os::unix::fs::symlink(&other_build, other_shim.join("git")).unwrap();
+    let two_shims = format!("{}:{}:{}", shim.bin().display(), other_shim.display(), std::env::var("PATH").unwrap());
+    let out = run_link(&link, &["--version"], &[("PATH", std::ffi::OsStr::new(&two_shims))]);
+    let expected = Command::new("git").arg("--version").output().unwrap();
+    assert_bytes_eq("two shims on PATH", &expected.stdout, &out.stdout);
 
     // A good CAT_BLOBD_GIT is used even with no git on PATH.
     let real = String::from_utf8(Command::new("sh").args(["-c", "command -v git"]).output().unwrap().stdout).unwrap();

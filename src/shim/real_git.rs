@@ -17,7 +17,7 @@ pub(super) enum RealGitError {
     #[error("CAT_BLOBD_GIT is '{}': not an executable file", Bytes(.0.as_os_str().as_bytes()))]
     NotExecutable(PathBuf),
     #[error(
-        "CAT_BLOBD_GIT is '{}', which is this cat-blobd shim itself, not git: running it would loop",
+        "CAT_BLOBD_GIT is '{}', which is a cat-blobd shim, not git: running it would loop",
         Bytes(.0.as_os_str().as_bytes())
     )]
     Loop(PathBuf),
@@ -58,7 +58,7 @@ pub(super) fn find(
         if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
             return Err(RealGitError::NotExecutable(given));
         }
-        if own.is_some() && FileId::of(&given) == own {
+        if is_a_shim(&given, own) {
             return Err(RealGitError::Loop(given));
         }
         return Ok(given);
@@ -71,8 +71,21 @@ pub(super) fn find(
                 if dir.is_empty() { Path::new(".").join("git") } else { Path::new(OsStr::from_bytes(dir)).join("git") }
             },
         )
-        .find(|candidate| is_executable_file(candidate) && (own.is_none() || FileId::of(candidate) != own))
+        .find(|candidate| is_executable_file(candidate) && !is_a_shim(candidate, own))
         .ok_or(RealGitError::NotOnPath)
+}
+
+/// `candidate` is this binary, or another cat-blobd (another build's shim further on `PATH`): running it would
+/// hand the command back here, and the two would `exec` each other for ever. A cat-blobd is known by the name
+/// of the file its links lead to.
+fn is_a_shim(candidate: &Path, own: Option<FileId>) -> bool {
+    if own.is_some() && FileId::of(candidate) == own {
+        return true;
+    }
+    std::fs::canonicalize(candidate)
+        .ok()
+        .and_then(|target| target.file_name().map(|name| name.as_bytes().starts_with(b"cat-blobd")))
+        .unwrap_or(false)
 }
 
 fn is_executable_file(path: &Path) -> bool {
@@ -105,6 +118,13 @@ mod tests {
         assert_eq!(find(None, Some(&path), None).unwrap(), b.join("git"));
         let own = FileId::of(&b.join("git"));
         assert!(matches!(find(None, Some(&path), own), Err(RealGitError::NotOnPath)), "c/git is b/git: itself");
+        // Another cat-blobd's link (another build) is skipped too.
+        let other_build = dir.path().join("cat-blobd-other");
+        std::fs::copy(b.join("git"), &other_build).unwrap();
+        std::fs::remove_file(b.join("git")).unwrap();
+        std::os::unix::fs::symlink(&other_build, b.join("git")).unwrap();
+        let path = OsString::from(format!("{}:{}", b.display(), a.display()));
+        assert!(matches!(find(None, Some(&path), None), Err(RealGitError::NotOnPath)), "b/git is a cat-blobd");
         let given = b.join("git").into_os_string();
         assert!(matches!(find(Some(&given), None, own), Err(RealGitError::Loop(_))));
         let plain = a.join("git").into_os_string();
