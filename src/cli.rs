@@ -97,6 +97,14 @@ const OWN_VALUE_FLAGS: [&str; 10] = [
     "--max-object-size",
 ];
 
+/// Whether `arg` is one of cat-blobd's own flags (or `--help`/`--version`), which git fast-import does not take:
+/// the shim leaves a `git fast-import` that has one to git.
+pub fn is_own_flag(arg: &[u8]) -> bool {
+    let name = arg.split(|&b| b == b'=').next().unwrap_or_default();
+    OWN_VALUE_FLAGS.iter().any(|flag| flag.as_bytes() == name)
+        || matches!(arg, b"--read-only" | b"--help" | b"--version" | b"-V")
+}
+
 /// Splits `args` (without the program name) between clap and git's flag list.
 pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, clap::Error> {
     let (own, fast_import) = split("cat-blobd", args, &OWN_VALUE_FLAGS, &["--read-only"]);
@@ -149,6 +157,8 @@ pub enum Mode {
     Serve,
     Connect,
     Stats,
+    /// `cat-blobd shim <dir>`: makes the `git` link (see `crate::shim`).
+    Shim,
 }
 
 impl Mode {
@@ -157,6 +167,7 @@ impl Mode {
             Some("serve") => Mode::Serve,
             Some("connect") => Mode::Connect,
             Some("stats") => Mode::Stats,
+            Some("shim") => Mode::Shim,
             Some(CAT_FILE) => Mode::CatFile,
             _ => Mode::Stream,
         }
@@ -342,6 +353,17 @@ fn parse_connect_by_hand(args: &[OsString]) -> Option<ConnectArgs> {
         }
     }
     Some(ConnectArgs { cli: ConnectCli { socket: socket?, server_uid }, stream })
+}
+
+/// Makes DIR/git a link to this binary, which then answers as git: `git cat-file` and `git fast-import` by
+/// cat-blobd, every other command by the real git (the first `git` on PATH that is not the link, or
+/// CAT_BLOBD_GIT). Prints the PATH line that puts it in front.
+#[derive(Debug, Parser)]
+#[command(name = "cat-blobd shim", version)]
+pub struct ShimCli {
+    /// The directory for the link (created if missing).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 /// Prints a `cat-blobd serve` daemon's live counters, one `<name> <value>` per line.

@@ -11,6 +11,7 @@
 //! store/         object id -> object bytes     (packs via mmap, loose objects, alternates, delta-base cache)
 //! response/      object bytes -> fd            (response encoding, one writev per response)
 //! server/        many streams, one store       (daemon mode over a Unix socket)
+//! shim/          the binary run as `git`       (cat-file and fast-import here, the rest to the real git)
 //! git_compat/    leaf helpers that copy git's C behaviour
 //! ```
 //!
@@ -33,4 +34,5 @@ mod repo;
 pub mod response;
 pub mod server;
 pub mod settings;
+pub mod shim;
 pub mod store;

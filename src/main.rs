@@ -12,7 +12,7 @@ use clap::error::ErrorKind;
 use cat_blobd::fast_import::{self, StreamIo};
 use cat_blobd::fatal::print_fatal;
 use cat_blobd::settings::{self, Assembled, Environment, Use};
-use cat_blobd::{cat_file, cli};
+use cat_blobd::{cat_file, cli, shim};
 
 /// The C entry point, in place of the one std generates around `fn main`, to skip std's start-up work that
 /// `cat-blobd` does not need and that costs a `connect` (a process per stream) about a fifth of its start-up
@@ -51,7 +51,13 @@ fn sanitize_standard_fds() {
 
 /// What `cat-blobd` does, as its exit status.
 fn run_main() -> u8 {
-    let mut args = std::env::args_os().skip(1).peekable();
+    let mut argv = std::env::args_os();
+    let argv0 = argv.next().unwrap_or_default();
+    if shim::invoked_as_git(&argv0) {
+        restore_sigpipe();
+        return shim::main(&argv0, &argv.collect::<Vec<_>>());
+    }
+    let mut args = argv.peekable();
     match cli::Mode::of(args.peek()) {
         cli::Mode::Stream => {}
         cli::Mode::CatFile => {
@@ -66,6 +72,10 @@ fn run_main() -> u8 {
         cli::Mode::Stats => {
             restore_sigpipe();
             return daemon::stats_main(args.skip(1));
+        }
+        cli::Mode::Shim => {
+            restore_sigpipe();
+            return shim_main(args.skip(1));
         }
     }
     sigpipe_takes_git_along();
@@ -246,6 +256,25 @@ mod daemon {
                 print_fatal(&err.to_string());
                 128
             }
+        }
+    }
+}
+
+/// `cat-blobd shim <dir>`: the link, and the `PATH` line on stdout.
+fn shim_main(args: impl Iterator<Item = std::ffi::OsString>) -> u8 {
+    use clap::Parser;
+    let args = match cli::ShimCli::try_parse_from(std::iter::once("cat-blobd shim".into()).chain(args)) {
+        Ok(args) => args,
+        Err(err) => return usage_error(err),
+    };
+    match shim::link::install(&args.dir) {
+        Ok(line) => {
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &line);
+            0
+        }
+        Err(err) => {
+            print_fatal(&err.to_string());
+            128
         }
     }
 }

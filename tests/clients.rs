@@ -1,7 +1,8 @@
-//! Real `git cat-file` clients, run once with plain git and once through a wrapper `git` that sends `cat-file` to
-//! `cat-blobd cat-file` (and everything else to git): GitPython's persistent `--batch`/`--batch-check` processes,
-//! `git filter-repo --file-info-callback` (`--batch-command`), and perl's Git.pm `cat_blob` (`--batch`). Each must
-//! give the same results both ways, and the wrapper must have been used.
+//! Real `git cat-file` clients, run once with plain git and once through the shim (`cat-blobd shim`: a `git` link
+//! first on `PATH` that answers `cat-file` and `fast-import` and runs the real git for everything else):
+//! GitPython's persistent `--batch`/`--batch-check` processes, `git filter-repo --file-info-callback`
+//! (`--batch-command`, and `fast-import` written through to git), and perl's Git.pm `cat_blob` (`--batch`). Each
+//! must give the same results both ways, and cat-blobd must have answered.
 //!
 //! The clients are installed by scripts/install-clients.sh into target/clients (`.ci/run` runs it first; a test
 //! runs it too when it never ran). Only when that install failed do the tests skip, loudly.
@@ -49,37 +50,33 @@ macro_rules! clients_or_skip {
     };
 }
 
-/// A directory with a `git` that sends `cat-file` to cat-blobd (logging each call) and the rest to git.
-struct Wrapper {
+/// A directory with the `git` link that `cat-blobd shim` makes: cat-blobd answers `cat-file` and `fast-import`,
+/// the real git the rest; its log (`CAT_BLOBD_SHIM_LOG`) says which ran each command.
+struct Shim {
     dir: TempDir,
 }
 
-impl Wrapper {
-    fn new() -> Wrapper {
-        let dir = TempDir::new("git-wrapper");
-        let real = String::from_utf8(Command::new("sh").args(["-c", "command -v git"]).output().expect("sh").stdout)
-            .expect("path")
-            .trim()
-            .to_owned();
-        let script = format!(
-            "#!/bin/sh\nif [ \"$1\" = cat-file ]; then\n    shift\n    echo \"cat-file $*\" >>'{log}'\n    exec '{cat_blobd}' cat-file \"$@\"\nfi\nexec '{real}' \"$@\"\n",
-            log = dir.path().join("calls").display(),
-            cat_blobd = CAT_BLOBD,
-        );
-        let git = dir.path().join("git");
-        std::fs::write(&git, script).expect("write wrapper");
-        let chmod = Command::new("chmod").arg("+x").arg(&git).status().expect("chmod");
-        assert!(chmod.success());
-        Wrapper { dir }
+impl Shim {
+    fn new() -> Shim {
+        let dir = TempDir::new("git-shim");
+        let out = Command::new(CAT_BLOBD).arg("shim").arg(dir.path().join("bin")).output().expect("cat-blobd shim");
+        assert!(out.status.success(), "cat-blobd shim: {}", escape(&out.stderr));
+        Shim { dir }
     }
 
-    /// `PATH` with the wrapper first.
+    /// `PATH` with the shim first.
     fn path(&self) -> String {
-        format!("{}:{}", self.dir.path().display(), std::env::var("PATH").unwrap_or_default())
+        format!("{}:{}", self.dir.path().join("bin").display(), std::env::var("PATH").unwrap_or_default())
     }
 
+    fn log_file(&self) -> PathBuf {
+        self.dir.path().join("log")
+    }
+
+    /// The command lines cat-blobd answered (`cat-blobd <command> <args>`) and those the real git ran
+    /// (`git <args>`), one a line.
     fn calls(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("calls")).unwrap_or_default()
+        std::fs::read_to_string(self.log_file()).unwrap_or_default()
     }
 }
 
@@ -88,23 +85,28 @@ fn names_repo() -> PathBuf {
     ROOT.get_or_init(|| build_with_script(FIXTURES, "cat-file-fixtures")).join("names.git")
 }
 
-/// Runs `program args` with `PATH` set to `path` (plain, or the wrapper first); returns stdout, failing on error.
-fn run(program: &Path, args: &[&str], path: &str, cwd: &Path) -> Vec<u8> {
+/// Runs `program args` with plain git, or `through` the shim; returns stdout, failing on error.
+fn run(program: &Path, args: &[&str], through: Option<&Shim>, cwd: &Path) -> Vec<u8> {
     let mut cmd = Command::new(program);
     clean_git_env(&mut cmd);
-    let out = cmd.args(args).env("PATH", path).current_dir(cwd).stdin(Stdio::null()).output().expect("run client");
+    match through {
+        Some(shim) => cmd.env("PATH", shim.path()).env("CAT_BLOBD_SHIM_LOG", shim.log_file()),
+        None => cmd.env("PATH", std::env::var("PATH").unwrap_or_default()),
+    };
+    let out = cmd.args(args).current_dir(cwd).stdin(Stdio::null()).output().expect("run client");
     assert!(out.status.success(), "{} {args:?} failed: {}", program.display(), escape(&out.stderr));
     out.stdout
 }
 
-/// Runs the same client both ways and compares what it printed; the wrapped run must have used cat-blobd.
+/// Runs the same client both ways and compares what it printed; the run through the shim must have had cat-blobd
+/// answer `expect_call` (`cat-blobd <command> <args>`).
 fn same_both_ways(program: &Path, args: &[&str], cwd: &Path, expect_call: &str) {
-    let plain = run(program, args, &std::env::var("PATH").unwrap_or_default(), cwd);
-    let wrapper = Wrapper::new();
-    let wrapped = run(program, args, &wrapper.path(), cwd);
+    let plain = run(program, args, None, cwd);
+    let shim = Shim::new();
+    let shimmed = run(program, args, Some(&shim), cwd);
     assert!(!plain.is_empty(), "{} printed nothing", program.display());
-    assert_bytes_eq(&format!("{} {args:?}", program.display()), &plain, &wrapped);
-    assert!(wrapper.calls().contains(expect_call), "cat-blobd was not used: calls {:?}", wrapper.calls());
+    assert_bytes_eq(&format!("{} {args:?}", program.display()), &plain, &shimmed);
+    assert!(shim.calls().contains(expect_call), "cat-blobd was not used: calls {:?}", shim.calls());
 }
 
 const GITPYTHON: &str = r#"
@@ -134,7 +136,12 @@ fn gitpython_reads_every_object_through_its_persistent_processes() {
     std::fs::write(&script, GITPYTHON).expect("write script");
     let python = clients.join("venv/bin/python");
     let repo = names_repo();
-    same_both_ways(&python, &[script.to_str().expect("utf-8"), repo.to_str().expect("utf-8")], &repo, "--batch");
+    same_both_ways(
+        &python,
+        &[script.to_str().expect("utf-8"), repo.to_str().expect("utf-8")],
+        &repo,
+        "cat-blobd cat-file --batch\n",
+    );
 }
 
 const GIT_PM: &str = r#"
@@ -164,12 +171,13 @@ fn perl_git_pm_cat_blob() {
         Path::new("perl"),
         &[script.to_str().expect("utf-8"), repo.to_str().expect("utf-8")],
         &repo,
-        "--batch",
+        "cat-blobd cat-file --batch\n",
     );
 }
 
 /// `git filter-repo --file-info-callback` reads every file's contents through `cat-file --batch-command` and
-/// rewrites them; the rewritten history must be the same commit for commit.
+/// rewrites them through `git fast-import`; through the shim, cat-blobd answers both, and hands fast-import's
+/// writes to the real git (write-through). The rewritten history must be the same commit for commit.
 #[test]
 fn filter_repo_rewrites_to_the_same_history() {
     let clients = clients_or_skip!();
@@ -178,19 +186,23 @@ fn filter_repo_rewrites_to_the_same_history() {
                     if filename.endswith(b'.txt'):\n    blob_id = value.insert_file_with_contents(contents.upper())\n\
                     return (filename, mode, blob_id)";
     let mut results = Vec::new();
-    for wrapped in [false, true] {
+    for through_shim in [false, true] {
         let scratch = TempDir::new("filter-repo");
         let clone = scratch.path().join("clone");
         let mut cmd = Command::new("git");
         clean_git_env(&mut cmd);
         let status = cmd.args(["clone", "-q", "--no-local"]).arg(names_repo()).arg(&clone).status().expect("clone");
         assert!(status.success());
-        let wrapper = Wrapper::new();
-        let path = if wrapped { wrapper.path() } else { std::env::var("PATH").unwrap_or_default() };
-        run(&filter_repo, &["--force", "--quiet", "--file-info-callback", callback], &path, &clone);
-        let log = run(Path::new("git"), &["log", "--all", "--format=%H %T %s"], &path, &clone);
-        if wrapped {
-            assert!(wrapper.calls().contains("--batch-command"), "cat-blobd was not used: {:?}", wrapper.calls());
+        let shim = Shim::new();
+        let through = through_shim.then_some(&shim);
+        run(&filter_repo, &["--force", "--quiet", "--file-info-callback", callback], through, &clone);
+        let log = run(Path::new("git"), &["log", "--all", "--format=%H %T %s"], through, &clone);
+        if through_shim {
+            let calls = shim.calls();
+            let answered = |line: &str| calls.lines().any(|call| call.starts_with(line));
+            assert!(answered("cat-blobd cat-file --batch-command"), "cat-blobd did not answer cat-file: {calls:?}");
+            assert!(answered("cat-blobd fast-import "), "cat-blobd did not run fast-import: {calls:?}");
+            assert!(answered("git fast-import "), "no write-through git fast-import: {calls:?}");
         }
         results.push(log);
     }

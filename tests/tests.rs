@@ -21,5 +21,6 @@ mod scale;
 mod server;
 mod server_cat_file;
 mod server_hardening;
+mod shim;
 mod util;
 mod write_through;

@@ -1,0 +1,157 @@
+//! Answering a [`Plan`]: the global options applied as git applies them (`-C` is a `chdir`, the others set
+//! environment variables that cat-blobd, and a write-through `git fast-import` child, then read), then either
+//! a `cat-blobd serve` daemon (`CAT_BLOBD_SOCKET`) runs the command on this process's fds, or this binary is
+//! `exec`ed as plain `cat-blobd` with the same fds.
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+use super::options::{KeyUse, Step, key_use, push_config_parameter};
+use super::route::Plan;
+use crate::git_compat::strerror::strerror;
+use crate::server::client::{self, ClientError};
+use crate::server::protocol::{Reply, SIGPIPE};
+
+#[derive(Debug, thiserror::Error)]
+pub(super) enum AnswerError {
+    #[error("cannot run cat-blobd from /proc/self/exe: {}", strerror(.0))]
+    Exec(#[source] std::io::Error),
+    #[error(transparent)]
+    Daemon(#[from] ClientError),
+    #[error("cannot return to the starting directory: {}", strerror(.0))]
+    Return(#[source] std::io::Error),
+}
+
+/// Environment variables set by the global options, over the process's.
+type Env = BTreeMap<OsString, OsString>;
+
+/// How an answer ended, when this process is still there to say.
+pub(super) enum Answered {
+    /// The daemon ran the command; its exit status.
+    Status(u8),
+    Failed(AnswerError),
+    /// Nothing was answered and the working directory is as it was: the real git must run the command.
+    ToGit,
+}
+
+/// Answers `plan`; returns only when no `exec` happened.
+pub(super) fn answer(plan: &Plan) -> Answered {
+    let env = match apply_steps(&plan.steps) {
+        Ok(Some(env)) => env,
+        Ok(None) => return Answered::ToGit,
+        Err(err) => return Answered::Failed(err),
+    };
+    let mut stream_args: Vec<Vec<u8>> = plan.args.iter().map(|arg| arg.as_bytes().to_vec()).collect();
+    if plan.is_cat_file() {
+        stream_args.insert(0, plan.command.as_bytes().to_vec());
+    }
+    // A daemon reads its own repository with its own settings: only a command line whose global options change
+    // neither (a `-C` aside: the daemon works in the client's directory) goes there.
+    let daemon_can_answer = plan.steps.iter().all(|step| matches!(step, Step::Chdir(_)));
+    if let Some(socket) = std::env::var_os("CAT_BLOBD_SOCKET").filter(|socket| !socket.is_empty() && daemon_can_answer)
+    {
+        match client::connect(&PathBuf::from(socket), None, stream_args.clone()) {
+            Ok(reply) => {
+                super::log("daemon", &plan.words());
+                return Answered::Status(exit_status(reply));
+            }
+            // No daemon there (or not a socket, or not one this process trusts), and nothing was sent: answer here.
+            Err(ClientError::Connect { .. } | ClientError::UntrustedServer { .. }) => {}
+            Err(err) => return Answered::Failed(err.into()),
+        }
+    }
+    super::log("cat-blobd", &plan.words());
+    let err = Command::new("/proc/self/exe")
+        .arg0("cat-blobd")
+        .args(stream_args.into_iter().map(OsString::from_vec))
+        .envs(env)
+        .exec();
+    Answered::Failed(AnswerError::Exec(err))
+}
+
+/// The exit status `cat-blobd connect` gives for the daemon's `reply` (dying of SIGPIPE as the stream did).
+pub(super) fn exit_status(reply: Reply) -> u8 {
+    match reply {
+        Reply::Exit(status) => status,
+        Reply::Signal(signal) => {
+            if signal == SIGPIPE {
+                // SIGPIPE's default action was restored at start: this ends the process.
+                let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::PIPE);
+            }
+            128u8.saturating_add(u8::try_from(signal).unwrap_or(0))
+        }
+        Reply::Fatal(text) => {
+            let mut line = b"fatal: ".to_vec();
+            line.extend_from_slice(&text);
+            line.push(b'\n');
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), &line);
+            128
+        }
+    }
+}
+
+/// Applies `steps` in order: `chdir`s now, and the environment variables they set, returned. `None` (with the
+/// working directory put back) when one cannot be applied: git dies there with its own message.
+fn apply_steps(steps: &[Step]) -> Result<Option<Env>, AnswerError> {
+    let start = match steps.iter().any(|step| matches!(step, Step::Chdir(_))) {
+        // Without a way back, git could not be run where it was asked to: leave it all to git.
+        true => match std::fs::File::open(".") {
+            Ok(start) => Some(start),
+            Err(_) => return Ok(None),
+        },
+        false => None,
+    };
+    let applied = env_of(steps);
+    if applied.is_none()
+        && let Some(start) = &start
+    {
+        // Nothing may run if this fails too: the real git would run in the wrong directory.
+        rustix::process::fchdir(start).map_err(|err| AnswerError::Return(err.into()))?;
+    }
+    Ok(applied)
+}
+
+fn env_of(steps: &[Step]) -> Option<Env> {
+    let mut env = Env::new();
+    let current = |env: &Env, name: &'static str| env.get(OsStr::new(name)).cloned().or_else(|| std::env::var_os(name));
+    for step in steps {
+        match step {
+            Step::Chdir(dir) => std::env::set_current_dir(dir).ok()?,
+            Step::Set(name, value) => {
+                env.insert(name.into(), value.clone());
+            }
+            Step::GitDirFromCwd => {
+                if current(&env, "GIT_DIR").is_none() {
+                    env.insert("GIT_DIR".into(), std::env::current_dir().ok()?.into_os_string());
+                }
+            }
+            Step::Config(key, value) => {
+                let old = current(&env, "GIT_CONFIG_PARAMETERS");
+                let pushed = push_config_parameter(old.as_deref().map(OsStr::as_bytes), key, value.as_deref());
+                env.insert("GIT_CONFIG_PARAMETERS".into(), OsString::from_vec(pushed));
+                if key_use(key, value.as_deref()) == KeyUse::Read {
+                    let count = current(&env, "GIT_CONFIG_COUNT");
+                    read_by_cat_blobd(&mut env, count, key, value.as_deref())?;
+                }
+            }
+        }
+    }
+    Some(env)
+}
+
+/// Adds `key` = `value` (no value: true) as the next `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>` after `count`
+/// (the current `GIT_CONFIG_COUNT`), which cat-blobd reads after the configuration files, as git reads
+/// `GIT_CONFIG_PARAMETERS`. `None` when the count is not a number (git dies on it).
+fn read_by_cat_blobd(env: &mut Env, count: Option<OsString>, key: &[u8], value: Option<&[u8]>) -> Option<()> {
+    let count: usize = match count {
+        Some(count) => count.to_str()?.parse().ok()?,
+        None => 0,
+    };
+    env.insert(format!("GIT_CONFIG_KEY_{count}").into(), OsString::from_vec(key.to_vec()));
+    env.insert(format!("GIT_CONFIG_VALUE_{count}").into(), OsString::from_vec(value.unwrap_or(b"true").to_vec()));
+    env.insert("GIT_CONFIG_COUNT".into(), (count + 1).to_string().into());
+    Some(())
+}

@@ -1,0 +1,149 @@
+//! Which command lines cat-blobd answers: `cat-file` and `fast-import` whose global options, configuration and
+//! arguments it takes exactly as git does. Everything else, and anything its own parsers refuse, is the real
+//! git's, so that a tool never fails because the shim is in front of git.
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+
+use super::options::{self, Step};
+use super::real_git::FileId;
+use crate::cat_file::args::{self as cat_file_args, CmdMode};
+
+/// A command line cat-blobd answers.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Plan {
+    /// What the global options make git do, in order.
+    pub(super) steps: Vec<Step>,
+    /// `cat-file` or `fast-import`.
+    pub(super) command: OsString,
+    /// The command's arguments, after the command word.
+    pub(super) args: Vec<OsString>,
+}
+
+impl Plan {
+    /// The command word and its arguments.
+    pub(super) fn words(&self) -> Vec<OsString> {
+        std::iter::once(self.command.clone()).chain(self.args.iter().cloned()).collect()
+    }
+
+    pub(super) fn is_cat_file(&self) -> bool {
+        self.command == "cat-file"
+    }
+}
+
+/// The plan for `args` (after the program name), or `None` when the real git must run them. `env` reads the
+/// process's environment.
+pub(super) fn plan(args: &[OsString], env: impl Fn(&OsStr) -> Option<OsString>) -> Option<Plan> {
+    let global = options::parse(args, &env).ok()?;
+    let at = global.command_at?;
+    let command = args[at].clone();
+    let rest = &args[at + 1..];
+    let answers = match command.as_bytes() {
+        b"cat-file" => cat_file_answers(rest),
+        b"fast-import" => fast_import_answers(rest) && !started_by_cat_blobd(),
+        _ => false,
+    };
+    (answers && config_answers(&global.steps, env(OsStr::new("GIT_CONFIG_PARAMETERS")).as_deref())).then(|| Plan {
+        steps: global.steps,
+        command,
+        args: rest.to_vec(),
+    })
+}
+
+/// `-c`/`--config-env` keys git accepts and cat-blobd reads alike or not at all, and a `GIT_CONFIG_PARAMETERS` from a parent
+/// git that names none of the keys cat-blobd reads (it does not read that variable; git does).
+fn config_answers(steps: &[Step], inherited: Option<&OsStr>) -> bool {
+    let keys_ok = steps.iter().all(|step| match step {
+        Step::Config(key, value) => {
+            options::valid_key(key) && options::key_use(key, value.as_deref()) != options::KeyUse::GitOnly
+        }
+        _ => true,
+    });
+    let inherited = inherited.map(|text| text.as_bytes().to_ascii_lowercase()).unwrap_or_default();
+    let named = |key: &[u8]| inherited.windows(key.len()).any(|window| window == key);
+    keys_ok
+        && !["core.quotepath", "core.ignorecase", "core.usereplacerefs", "include"].iter().any(|k| named(k.as_bytes()))
+}
+
+/// cat-file's arguments as cat-blobd's parser reads them, without the options it refuses (`--textconv`,
+/// `--filters`, `--path`, `--use-mailmap`) and, in the one-object modes, without a name of a form it does not
+/// resolve. Names read from stdin in the batch modes cannot be looked at first: see README.
+fn cat_file_answers(args: &[OsString]) -> bool {
+    let Ok(parsed) = cat_file_args::parse(args.iter().cloned()) else { return false };
+    let transform = matches!(parsed.mode, Some(CmdMode::Textconv | CmdMode::Filters));
+    !transform
+        && !parsed.mailmap
+        && parsed.path.is_none()
+        && (parsed.batch.is_some() || parsed.rest.iter().all(|name| !unresolved_name_form(name)))
+}
+
+/// A name cat-blobd may refuse (reflog and `@{…}` forms, `:/text` and `^{/text}` searches, index paths,
+/// paths relative to the current directory): a superset of what `cat_file::names` refuses, decided without
+/// the repository.
+fn unresolved_name_form(name: &[u8]) -> bool {
+    let has = |needle: &[u8]| name.windows(needle.len()).any(|window| window == needle);
+    name.starts_with(b":") || has(b"@{") || has(b"^{/") || has(b":./") || has(b":../")
+}
+
+/// fast-import's arguments as cat-blobd takes them: each a `--` flag (git's `parse_argv` refuses anything else
+/// with its usage), none of them cat-blobd's own (git refuses those as unknown options).
+fn fast_import_answers(args: &[OsString]) -> bool {
+    args.iter()
+        .map(|arg| arg.as_bytes())
+        .all(|arg| arg.starts_with(b"--") && arg != b"--" && arg != b"--cat-blob-fd" && !crate::cli::is_own_flag(arg))
+}
+
+/// This `git fast-import` was started by cat-blobd itself: it is a write-through child, which must be the real
+/// git (answering it here would start another, and so on).
+fn started_by_cat_blobd() -> bool {
+    let parent = rustix::process::getppid().map(|pid| pid.as_raw_nonzero().get()).unwrap_or(0);
+    let own = FileId::own();
+    own.is_some() && FileId::of(std::path::Path::new(&format!("/proc/{parent}/exe"))) == own
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(words: &[&str]) -> Option<Plan> {
+        let args: Vec<OsString> = words.iter().map(OsString::from).collect();
+        plan(&args, |_| None)
+    }
+
+    #[test]
+    fn cat_file_and_fast_import_are_answered_the_rest_goes_to_git() {
+        assert!(plan_of(&["-C", "x", "cat-file", "--batch-check"]).is_some_and(|plan| plan.is_cat_file()));
+        assert!(plan_of(&["cat-file", "-p", "HEAD:file"]).is_some());
+        assert!(plan_of(&["--git-dir=g", "fast-import", "--quiet", "--cat-blob-fd=3"]).is_some());
+        assert!(plan_of(&["-c", "user.name=x", "cat-file", "-t", "HEAD"]).is_some());
+        for refused in [
+            &["rev-parse", "HEAD"][..],
+            &["--version"],
+            &[],
+            &["-p", "cat-file", "-p", "HEAD"],
+            &["cat-file", "--textconv", "HEAD:f"],
+            &["cat-file", "--batch", "--use-mailmap"],
+            &["cat-file", "--frobnicate"],
+            &["cat-file", "-p", "HEAD@{1}"],
+            &["cat-file", "-p", ":file"],
+            &["cat-file", "-p", "HEAD^{/message}"],
+            &["cat-file", "-p", "HEAD:./file"],
+            &["fast-import", "--threads=2"],
+            &["fast-import", "--git-dir=x"],
+            &["fast-import", "--cat-blob-fd", "3"],
+            &["fast-import", "-h"],
+            &["fast-import", "--help"],
+            &["-c", "core.quotePath=maybe", "cat-file", "--batch"],
+            &["-c", "nosection", "cat-file", "--batch"],
+        ] {
+            assert_eq!(plan_of(refused), None, "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn an_inherited_config_that_cat_blobd_would_miss_goes_to_git() {
+        let args: Vec<OsString> = ["cat-file", "--batch"].iter().map(OsString::from).collect();
+        let with = |value: &'static str| move |_: &OsStr| Some(OsString::from(value));
+        assert!(plan(&args, with("'user.name'='x'")).is_some());
+        assert!(plan(&args, with("'Core.QuotePath'='false'")).is_none());
+    }
+}

@@ -1,0 +1,406 @@
+//! cat-blobd run as `git` (the link made by `cat-blobd shim <dir>`): every command line runs once with the real git
+//! and once through the link, and both must give the same bytes on every fd and the same exit status. The shim's
+//! log (`CAT_BLOBD_SHIM_LOG`) shows who answered: cat-blobd, its daemon, or the real git.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use crate::server::Daemon;
+use crate::util::{CAT_BLOBD, Output, Run, TempDir, assert_bytes_eq, assert_same_as_git, clean_git_env, escape};
+
+/// The `git` link, in its own directory, and the log of what it did.
+struct Shim {
+    dir: TempDir,
+}
+
+impl Shim {
+    fn new() -> Shim {
+        let dir = TempDir::new("shim");
+        let out = Command::new(CAT_BLOBD).arg("shim").arg(dir.path().join("bin")).output().expect("cat-blobd shim");
+        assert!(out.status.success(), "cat-blobd shim: {}", escape(&out.stderr));
+        let expected = format!("export PATH={}:\"$PATH\"\n", dir.path().join("bin").display());
+        assert_bytes_eq("the PATH line", expected.as_bytes(), &out.stdout);
+        Shim { dir }
+    }
+
+    fn bin(&self) -> PathBuf {
+        self.dir.path().join("bin")
+    }
+
+    fn path(&self) -> String {
+        format!("{}:{}", self.bin().display(), std::env::var("PATH").unwrap_or_default())
+    }
+
+    fn log_file(&self) -> PathBuf {
+        self.dir.path().join("log")
+    }
+
+    /// The log's lines since the last call.
+    fn take_log(&self) -> String {
+        let log = std::fs::read_to_string(self.log_file()).unwrap_or_default();
+        let _ = std::fs::remove_file(self.log_file());
+        log
+    }
+
+    /// `git args` through the shim.
+    fn git(&self, args: &[&str]) -> Run {
+        args.iter()
+            .fold(Run::new("git"), |run, arg| run.arg(arg))
+            .env("PATH", self.path())
+            .env("CAT_BLOBD_SHIM_LOG", self.log_file())
+    }
+}
+
+/// `git args` with the real git.
+fn real_git(args: &[&str]) -> Run {
+    args.iter().fold(Run::new("git"), |run, arg| run.arg(arg))
+}
+
+/// A repository with a work tree: files (one with a non-ASCII name), a tag, a namespace ref and a replace ref
+/// (`a.txt`'s blob replaced by `b`'s), made by git with pinned dates. Returns its top directory.
+fn repo() -> &'static Path {
+    static REPO: OnceLock<(TempDir, PathBuf)> = OnceLock::new();
+    let (_, top) = REPO.get_or_init(|| {
+        let dir = TempDir::new("shim-repo");
+        let top = dir.path().join("work");
+        let script = r#"set -e
+            git init -q -b main "$1" && cd "$1"
+            printf 'alpha\n' >a.txt && mkdir dir && printf 'beta\n' >dir/b && printf 'gamma\n' >"$(printf '\303\274.txt')"
+            git add . && git commit -q -m first
+            git tag -a -m tag v1
+            git update-ref refs/namespaces/ns/refs/heads/main HEAD
+            git replace "$(git rev-parse HEAD:a.txt)" "$(git rev-parse HEAD:dir/b)"
+        "#;
+        let mut cmd = Command::new("sh");
+        clean_git_env(&mut cmd);
+        for (name, value) in [
+            ("GIT_AUTHOR_NAME", "A U Thor"),
+            ("GIT_AUTHOR_EMAIL", "author@example.com"),
+            ("GIT_AUTHOR_DATE", "1112911993 -0700"),
+            ("GIT_COMMITTER_NAME", "C O Mitter"),
+            ("GIT_COMMITTER_EMAIL", "committer@example.com"),
+            ("GIT_COMMITTER_DATE", "1112911993 -0700"),
+        ] {
+            cmd.env(name, value);
+        }
+        let out = cmd.arg("-c").arg(script).arg("sh").arg(&top).output().expect("sh");
+        assert!(out.status.success(), "making the repository: {}", escape(&out.stderr));
+        (dir, top)
+    });
+    top
+}
+
+fn rev(rev: &str) -> String {
+    let out = real_git(&["-C", repo().to_str().unwrap(), "rev-parse", rev]).run();
+    assert!(out.status.success(), "rev-parse {rev}: {}", escape(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// What a `cat-file --batch` reads: names of every kind cat-blobd resolves, and a missing one.
+fn batch_input() -> Vec<u8> {
+    b"HEAD\nmain:a.txt\nv1\nHEAD^{tree}\nHEAD:dir\n0123456789012345678901234567890123456789\n".to_vec()
+}
+
+/// A fast-import stream that reads: a blob by id (the replaced one), `ls` of a path with a non-ASCII name.
+fn fast_import_stream() -> Vec<u8> {
+    format!("cat-blob {}\nls {} \"\\303\\274.txt\"\nls {} dir\n", rev("HEAD:a.txt"), rev("HEAD"), rev("HEAD"))
+        .into_bytes()
+}
+
+/// Runs `args` both ways from `cwd` with `stdin`; asserts the same bytes and status, and that the shim's log says
+/// `who` ran the command.
+#[track_caller]
+fn both_ways(shim: &Shim, cwd: &Path, args: &[&str], stdin: &[u8], who: &str) -> Output {
+    let git = real_git(args).current_dir(cwd).env("CONFIG_VALUE", "x").env("FALSE_VALUE", "false").stdin(stdin).run();
+    let ours = shim.git(args).current_dir(cwd).env("CONFIG_VALUE", "x").env("FALSE_VALUE", "false").stdin(stdin).run();
+    let what = format!("git {args:?} in {}", cwd.display());
+    if who == "git" {
+        // The real git ran both times: every byte is the same.
+        assert_eq!(git.status.code(), ours.status.code(), "{what}: exit status");
+        assert_bytes_eq(&format!("{what}: stdout"), &git.stdout, &ours.stdout);
+        let (git_stderr, ours_stderr) = (without_crash_pid(&git.stderr), without_crash_pid(&ours.stderr));
+        assert_bytes_eq(&format!("{what}: stderr"), &git_stderr, &ours_stderr);
+    } else {
+        assert_same_as_git(&what, &git, &ours);
+    }
+    let command = args.iter().find(|arg| !arg.starts_with('-') && !arg.contains('/')).copied().unwrap_or("");
+    let log = shim.take_log();
+    assert!(log.starts_with(&format!("{who} ")), "{what}: expected {who} to run {command}, log: {log:?}");
+    git
+}
+
+/// `stderr` without the process id git fast-import names its crash report by.
+fn without_crash_pid(stderr: &[u8]) -> Vec<u8> {
+    let marker = b"fast_import_crash_";
+    match stderr.windows(marker.len()).position(|window| window == marker) {
+        Some(at) => {
+            let digits = stderr[at + marker.len()..].iter().take_while(|b| b.is_ascii_digit()).count();
+            [&stderr[..at + marker.len()], &stderr[at + marker.len() + digits..]].concat()
+        }
+        None => stderr.to_vec(),
+    }
+}
+
+/// Every global option of git.c's `handle_options` that reads or changes what a command reads, in front of
+/// `cat-file` and `fast-import`: the shim applies each as git does and cat-blobd answers.
+#[test]
+fn shim_global_options_are_applied_as_git_applies_them() {
+    let shim = Shim::new();
+    let top = repo();
+    let parent = top.parent().unwrap();
+    let git_dir = top.join(".git");
+    let git_dir = git_dir.to_str().unwrap();
+    let exec_path = String::from_utf8(real_git(&["--exec-path"]).run().stdout).unwrap();
+    let words = |words: &[&str]| words.iter().map(|word| word.to_string()).collect::<Vec<String>>();
+    let option_sets: Vec<(Vec<String>, &Path)> = vec![
+        (vec![], top),
+        (words(&["-C", "work"]), parent),
+        (words(&["-C", "", "-C", "work/dir", "-C", ".."]), parent),
+        (words(&["--git-dir", git_dir]), parent),
+        (vec![format!("--git-dir={git_dir}")], parent),
+        (words(&["--git-dir=.git", "--work-tree", "dir"]), top),
+        (words(&["--work-tree=dir"]), top),
+        (words(&["-C", ".git", "--bare"]), top),
+        (words(&["--namespace", "ns"]), top),
+        (words(&["--namespace=ns"]), top),
+        (words(&["-c", "user.name=x", "-c", "color.ui"]), top),
+        (words(&["-c", "core.quotePath=false", "-c", "core.useReplaceRefs=NO", "-c", "core.ignoreCase"]), top),
+        (words(&["-c", "core.quotepath=off", "-c", "core.quotePath=on"]), top),
+        (words(&["--config-env=core.quotePath=FALSE_VALUE"]), top),
+        (words(&["--config-env", "user.name=CONFIG_VALUE"]), top),
+        (words(&["--config-env=user.name=CONFIG_VALUE"]), top),
+        (words(&["--no-replace-objects"]), top),
+        (words(&["--literal-pathspecs", "--no-literal-pathspecs"]), top),
+        (words(&["--glob-pathspecs"]), top),
+        (words(&["--noglob-pathspecs"]), top),
+        (words(&["--icase-pathspecs"]), top),
+        (words(&["--no-optional-locks"]), top),
+        (words(&["--no-lazy-fetch"]), top),
+        (words(&["--no-advice"]), top),
+        (words(&["-P"]), top),
+        (words(&["--no-pager"]), top),
+        (vec![format!("--exec-path={}", exec_path.trim())], top),
+        (words(&["--attr-source", "HEAD"]), top),
+        (words(&["--attr-source=HEAD"]), top),
+    ];
+    for (options, cwd) in &option_sets {
+        let with =
+            |rest: &[&'static str]| options.iter().map(String::as_str).chain(rest.iter().copied()).collect::<Vec<_>>();
+        both_ways(&shim, cwd, &with(&["cat-file", "--batch"]), &batch_input(), "cat-blobd");
+        both_ways(&shim, cwd, &with(&["cat-file", "-p", "HEAD:a.txt"]), b"", "cat-blobd");
+        both_ways(
+            &shim,
+            cwd,
+            &with(&["fast-import", "--quiet", "--cat-blob-fd=1"]),
+            &fast_import_stream(),
+            "cat-blobd",
+        );
+    }
+}
+
+/// Options that change what cat-blobd reads in a way it does not copy, or that print, page or are unknown: the
+/// real git runs the whole command line, and its answers are the answers.
+#[test]
+fn shim_leaves_what_cat_blobd_would_answer_differently_to_git() {
+    let shim = Shim::new();
+    let top = repo();
+    for args in [
+        &["-c", "core.quotePath=maybe", "fast-import", "--quiet", "--cat-blob-fd=1"][..],
+        &["-c", "include.path=/dev/null", "cat-file", "--batch"],
+        &["-p", "cat-file", "--batch"],
+        &["--shallow-file", "x", "cat-file", "--batch"],
+        &["--frobnicate", "cat-file", "--batch"],
+        &["-c", "nosection", "cat-file", "--batch"],
+        &["--config-env=user.name=UNSET_VARIABLE", "cat-file", "--batch"],
+        &["-C", "no-such-dir", "cat-file", "--batch"],
+        &["--git-dir"],
+        &["cat-file", "-p", "HEAD@{0}"],
+        &["cat-file", "-p", ":a.txt"],
+        &["cat-file", "-p", "HEAD^{/first}"],
+        &["cat-file", "--textconv", "HEAD:a.txt"],
+        &["cat-file", "--use-mailmap", "-p", "HEAD"],
+        &["cat-file", "--batch", "--frobnicate"],
+        &["fast-import", "--threads=2"],
+        &["fast-import", "--cat-blob-fd", "1"],
+        &["fast-import", "-h"],
+        &["frobnicate"],
+        &["--version"],
+        &["rev-parse", "HEAD", "v1"],
+        &["-C", "dir", "rev-parse", "--show-prefix"],
+    ] {
+        let stream = if args.contains(&"fast-import") { fast_import_stream() } else { batch_input() };
+        both_ways(&shim, top, args, &stream, "git");
+    }
+}
+
+/// A `git fast-import` stream that writes history: cat-blobd hands the writes to a `git fast-import` child, which
+/// (started by cat-blobd) the shim leaves to the real git instead of answering it again. Both repositories end
+/// with the same branch.
+#[test]
+fn shim_fast_import_writes_through_the_real_git() {
+    let shim = Shim::new();
+    let stream = format!(
+        "blob\nmark :1\ndata 4\nnew\ncommit refs/heads/written\nmark :2\ncommitter C <c@example.com> 1112911993 -0700\n\
+         data 3\nmsg\nfrom {head}\nM 100644 :1 new.txt\n\ncat-blob :1\nls :2 new.txt\nget-mark :2\ndone\n",
+        head = rev("HEAD")
+    );
+    let mut heads = Vec::new();
+    for through_shim in [false, true] {
+        let dir = TempDir::new("shim-write");
+        let clone = dir.path().join("clone");
+        let out = real_git(&["clone", "-q", "--no-local", repo().to_str().unwrap(), clone.to_str().unwrap()]).run();
+        assert!(out.status.success(), "clone: {}", escape(&out.stderr));
+        let args = ["fast-import", "--quiet", "--done", "--cat-blob-fd=1"];
+        let run = if through_shim { shim.git(&args) } else { real_git(&args) };
+        let out = run.current_dir(&clone).stdin(stream.as_bytes()).run();
+        assert!(out.status.success(), "fast-import (shim: {through_shim}): {}", escape(&out.stderr));
+        let head = real_git(&["rev-parse", "refs/heads/written"]).current_dir(&clone).run().stdout;
+        heads.push((out.stdout, head));
+    }
+    assert_bytes_eq("responses", &heads[0].0, &heads[1].0);
+    assert_bytes_eq("the written branch", &heads[0].1, &heads[1].1);
+    let log = shim.take_log();
+    assert_eq!(
+        log, "cat-blobd fast-import --quiet --done --cat-blob-fd=1\ngit fast-import --quiet --done --cat-blob-fd=1\n",
+        "the child was the real git"
+    );
+}
+
+/// With `CAT_BLOBD_SOCKET`, a daemon answers; once it is gone, or where the path is no socket, cat-blobd answers
+/// directly: the tool sees the same bytes every time.
+#[test]
+fn shim_uses_the_daemon_and_falls_back_when_it_is_gone() {
+    let shim = Shim::new();
+    let top = repo();
+    let mut daemon = Daemon::start(&top.join(".git"), &[]);
+    let socket = daemon.socket.clone();
+    let args = ["cat-file", "--batch"];
+    let git = real_git(&args).current_dir(top).stdin(batch_input()).run();
+    let through =
+        |socket: &Path| shim.git(&args).current_dir(top).env("CAT_BLOBD_SOCKET", socket).stdin(batch_input()).run();
+    let ours = through(&socket);
+    assert_same_as_git("through the daemon", &git, &ours);
+    assert_eq!(shim.take_log(), "daemon cat-file --batch\n");
+    let fast_import = ["fast-import", "--quiet", "--cat-blob-fd=1"];
+    let git_fi = real_git(&fast_import).current_dir(top).stdin(fast_import_stream()).run();
+    let ours_fi =
+        shim.git(&fast_import).current_dir(top).env("CAT_BLOBD_SOCKET", &socket).stdin(fast_import_stream()).run();
+    assert_same_as_git("fast-import through the daemon", &git_fi, &ours_fi);
+    assert_eq!(shim.take_log(), "daemon fast-import --quiet --cat-blob-fd=1\n");
+
+    daemon.signal(rustix::process::Signal::TERM);
+    daemon.wait();
+    let ours = through(&socket);
+    assert_same_as_git("the daemon is gone", &git, &ours);
+    assert_eq!(shim.take_log(), "cat-blobd cat-file --batch\n");
+
+    let not_a_socket = shim.dir.path().join("plain-file");
+    std::fs::write(&not_a_socket, "").unwrap();
+    let ours = through(&not_a_socket);
+    assert_same_as_git("a path that is no socket", &git, &ours);
+    assert_eq!(shim.take_log(), "cat-blobd cat-file --batch\n");
+}
+
+/// Runs the link directly (no shell, so `PATH` can be anything) with `env`.
+fn run_link(link: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> std::process::Output {
+    let mut cmd = Command::new(link);
+    clean_git_env(&mut cmd);
+    cmd.args(args).envs(env.iter().copied()).stdin(Stdio::null()).output().expect("run the link")
+}
+
+#[track_caller]
+fn assert_fatal(what: &str, out: &std::process::Output, message: &str) {
+    assert_eq!(out.status.code(), Some(128), "{what}: {}", escape(&out.stderr));
+    assert!(out.stdout.is_empty(), "{what}: stdout {}", escape(&out.stdout));
+    assert_bytes_eq(what, format!("fatal: {message}\n").as_bytes(), &out.stderr);
+}
+
+/// The shim finding itself (as `CAT_BLOBD_GIT`, or as the only `git` on `PATH`), and a `CAT_BLOBD_GIT` that is
+/// missing or not executable: each a `fatal:` that says what is wrong, exit 128.
+#[test]
+fn shim_refuses_to_run_itself_or_a_bad_real_git() {
+    let shim = Shim::new();
+    let link = shim.bin().join("git");
+    let only_shim = shim.bin().into_os_string();
+    let other_dir = TempDir::new("shim-path");
+    let path_without_git = std::ffi::OsString::from(format!("{}:{}", shim.bin().display(), other_dir.path().display()));
+    let out = run_link(&link, &["--version"], &[("PATH", &path_without_git)]);
+    assert_fatal(
+        "no git on PATH",
+        &out,
+        "no git on PATH besides this cat-blobd shim: set CAT_BLOBD_GIT to the real git",
+    );
+    let out = run_link(&link, &["--version"], &[("PATH", &only_shim), ("CAT_BLOBD_GIT", link.as_os_str())]);
+    let message =
+        format!("CAT_BLOBD_GIT is '{}', which is a cat-blobd shim, not git: running it would loop", link.display());
+    assert_fatal("CAT_BLOBD_GIT is the shim", &out, &message);
+    let missing = other_dir.path().join("missing");
+    let out = run_link(&link, &["--version"], &[("CAT_BLOBD_GIT", missing.as_os_str())]);
+    assert_fatal(
+        "missing CAT_BLOBD_GIT",
+        &out,
+        &format!("CAT_BLOBD_GIT is '{}': No such file or directory", missing.display()),
+    );
+    let plain = other_dir.path().join("plain");
+    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+    let out = run_link(&link, &["--version"], &[("CAT_BLOBD_GIT", plain.as_os_str())]);
+    assert_fatal(
+        "CAT_BLOBD_GIT not executable",
+        &out,
+        &format!("CAT_BLOBD_GIT is '{}': not an executable file", plain.display()),
+    );
+
+    // Another build's shim further on PATH is no real git either: the two would exec each other for ever.
+    let other_build = other_dir.path().join("cat-blobd-other-build");
+    std::fs::copy(CAT_BLOBD, &other_build).unwrap();
+    let other_shim = other_dir.path().join("bin");
+    std::fs::create_dir(&other_shim).unwrap();
+    std::os::unix::fs::symlink(&other_build, other_shim.join("git")).unwrap();
+    let two_shims = format!("{}:{}:{}", shim.bin().display(), other_shim.display(), std::env::var("PATH").unwrap());
+    let out = run_link(&link, &["--version"], &[("PATH", std::ffi::OsStr::new(&two_shims))]);
+    let expected = Command::new("git").arg("--version").output().unwrap();
+    assert_bytes_eq("two shims on PATH", &expected.stdout, &out.stdout);
+
+    // A good CAT_BLOBD_GIT is used even with no git on PATH.
+    let real = String::from_utf8(Command::new("sh").args(["-c", "command -v git"]).output().unwrap().stdout).unwrap();
+    let real = std::ffi::OsString::from(real.trim());
+    let out = run_link(&link, &["--version"], &[("PATH", &only_shim), ("CAT_BLOBD_GIT", &real)]);
+    let expected = Command::new(&real).arg("--version").output().unwrap();
+    assert_bytes_eq("CAT_BLOBD_GIT --version", &expected.stdout, &out.stdout);
+    assert!(out.status.success());
+}
+
+/// `cat-blobd shim` into a directory it cannot make, or over a `git` that is not cat-blobd: `fatal:`, exit 128.
+/// Making the same link twice is fine. Under another name than `git`, the binary is plain cat-blobd.
+#[test]
+fn shim_link_errors_and_plain_names() {
+    let dir = TempDir::new("shim-link");
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let out = Command::new(CAT_BLOBD).arg("shim").arg(file.join("sub")).output().unwrap();
+    assert_fatal(
+        "a directory under a file",
+        &out,
+        &format!("cannot create directory '{}': Not a directory", file.join("sub").display()),
+    );
+    let taken = dir.path().join("taken");
+    std::fs::create_dir(&taken).unwrap();
+    std::fs::write(taken.join("git"), "").unwrap();
+    let out = Command::new(CAT_BLOBD).arg("shim").arg(&taken).output().unwrap();
+    assert_fatal(
+        "an existing git",
+        &out,
+        &format!("'{}' already exists and is not cat-blobd: not replacing it", taken.join("git").display()),
+    );
+    let shim = Shim::new();
+    let again = Command::new(CAT_BLOBD).arg("shim").arg(shim.bin()).output().unwrap();
+    assert!(again.status.success(), "the same link again: {}", escape(&again.stderr));
+    let out = Command::new(CAT_BLOBD).arg("shim").output().unwrap();
+    assert_eq!(out.status.code(), Some(129), "no directory is a usage error");
+
+    let other = shim.bin().join("git-not");
+    std::os::unix::fs::symlink(CAT_BLOBD, &other).unwrap();
+    let plain = Command::new(CAT_BLOBD).arg("--version").output().unwrap();
+    let named = Command::new(&other).arg("--version").output().unwrap();
+    assert_bytes_eq("another name is plain cat-blobd", &plain.stdout, &named.stdout);
+}
