@@ -80,9 +80,7 @@ impl MidxLayer {
             let idx = self.pack_dir.join(&self.file.index_names()[number]);
             // A pack that is gone, or whose index cannot be read, is not used: its objects are not found
             // through this midx (git's `prepare_midx_pack` failing).
-            let mut pack = opener.open(&idx).ok().filter(|pack| pack.is_usable())?;
-            pack.in_midx = true;
-            Some(Arc::new(pack))
+            opener.open(&idx).ok().filter(|pack| pack.is_usable()).map(Arc::new)
         })
         .as_ref()
     }

@@ -432,16 +432,9 @@ impl Store {
         })
     }
 
-    /// Where the base of a REF_DELTA entry of `pack` is, in a pack. Through the multi-pack-index first when `pack`
-    /// is covered by one: its table is already in memory, where the pack's own index is one more file to fault in
-    /// (on git.git split into 123 packs, each lookup touched one of 123 cold indexes). Any copy of the base is
-    /// the same object. Else in `pack` first (git reads bases from the delta's own pack only), then in any pack.
+    /// Where the base of a REF_DELTA entry of `pack` is, in a pack: in `pack` first (git reads bases from the
+    /// delta's own pack only; its index is small and, along a chain, hot), then in any pack.
     fn ref_base<'p>(&self, pack: &'p Arc<Pack>, base_id: &oid) -> Result<Option<PackedAt<'p>>, Damage> {
-        if pack.in_midx
-            && let Some((base_pack, offset)) = self.find_packed(base_id)
-        {
-            return Ok(Some((Cow::Owned(base_pack), offset)));
-        }
         if let Some(offset) = pack.lookup(base_id) {
             let offset = offset.map_err(|err| Damage::Unusable(Arc::new(err.into())))?;
             return Ok(Some((Cow::Borrowed(pack), offset)));

@@ -47,8 +47,6 @@ pub(super) struct Pack {
     pub index: PackIndex,
     pub pack_path: PathBuf,
     pub mtime: SystemTime,
-    /// Opened through a multi-pack-index: a REF_DELTA's base is looked up there first (see `Store::ref_base`).
-    pub in_midx: bool,
     /// The mapped pack, or why it cannot be used (missing, unreadable, or not the pack its index describes).
     /// An unusable pack still answers "is the object here?" so that damage is reported, not taken for absence.
     data: Result<gix_pack::data::File, Arc<PackError>>,
@@ -96,7 +94,7 @@ impl Pack {
         });
         let data = data.map_err(Arc::new);
         let (delta_bases, reads) = (OnceLock::new(), AtomicU32::new(0));
-        Ok(Pack { id, index, pack_path, mtime, in_midx: false, data, delta_bases, reads })
+        Ok(Pack { id, index, pack_path, mtime, data, delta_bases, reads })
     }
 
     /// The cache key of the entry at `offset`.
