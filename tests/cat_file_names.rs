@@ -490,3 +490,23 @@ fn index_paths_in_a_work_tree() {
         }
     }
 }
+
+/// git 2.55 reads `<ref>-<count>-g<abbrev>` as describe output only with a count of hex digits and a valid ref
+/// name (git commit 191f0c8db2); 2.47 took any `<anything>-g<abbrev>`. cat-blobd answers as 2.55: against an older
+/// git, the forms both take are compared, and the ones only 2.47 takes must be `missing`.
+#[test]
+fn describe_output_needs_a_count_as_in_git_2_55() {
+    let dir = repo("names.git");
+    let head = rev_parse(&dir, "HEAD");
+    let abbrev = &head[..7];
+    let both: Vec<String> = ["v1.0-3-g", "x-1-g", "x-a-g", "v1.0-0-g"].iter().map(|p| format!("{p}{abbrev}")).collect();
+    let newest_only: Vec<String> = ["x-g", "v1.0-g", "-1-g"].iter().map(|p| format!("{p}{abbrev}")).collect();
+    same(&dir, &["--batch-check"], &lines(&both, b'\n'));
+    if git_is_newest() {
+        same(&dir, &["--batch-check"], &lines(&newest_only, b'\n'));
+        return;
+    }
+    let ours = run(CAT_BLOBD, &dir, &["--batch-check"], &lines(&newest_only, b'\n'), &[]);
+    let expected: Vec<u8> = newest_only.iter().flat_map(|name| format!("{name} missing\n").into_bytes()).collect();
+    assert_eq!(escape(&ours.stdout), escape(&expected), "{}", ours.describe());
+}

@@ -221,6 +221,21 @@ struct Spec<'n, 'a> {
     loud: bool,
 }
 
+/// git 2.55's test for describe output (`get_describe_name` and `ref_and_count_parts_valid`): `abbrev`, as it
+/// appears after `-g` in `name`, follows `<ref>-<count>` where `<count>` is hex digits and `<ref>` a valid ref
+/// name of one or more levels.
+fn describe_output(name: &[u8], abbrev: &[u8]) -> bool {
+    let needle = [&b"-g"[..], abbrev].concat();
+    let Some(at) = name.windows(needle.len()).rposition(|window| window.eq_ignore_ascii_case(&needle)) else {
+        return true; // not a describe name of this form: gix-revision's reading stands
+    };
+    let before = &name[..at];
+    let Some(dash) = before.iter().rposition(|&b| b == b'-') else { return false };
+    let (ref_name, count) = (&before[..dash], &before[dash + 1..]);
+    let ref_ok = <&gix_ref::PartialNameRef>::try_from(gix_object::bstr::BStr::new(ref_name)).is_ok();
+    !count.is_empty() && count.iter().all(u8::is_ascii_hexdigit) && ref_ok
+}
+
 fn stop() -> gix_error::Error {
     use gix_error::ErrorExt;
     gix_error::message("the name does not resolve").raise()
@@ -424,6 +439,11 @@ impl delegate::Revision for Spec<'_, '_> {
             if text[hex_len..].iter().all(|&digit| digit == b'0') || self.names.store.in_pack(&id) {
                 return self.set(id);
             }
+            return self.fail(NameError::Missing);
+        }
+        if hint.is_some() && !describe_output(self.name, &text) {
+            // git 2.55 takes `<ref>-<count>-g<abbrev>` for describe output only with a count and a valid ref
+            // name (2.47 took any `<anything>-g<abbrev>`): anything else names nothing.
             return self.fail(NameError::Missing);
         }
         match self.names.store.find_prefix(&prefix) {
