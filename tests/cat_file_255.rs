@@ -5,8 +5,7 @@
 //! cat-blobd answers as git 2.55 does. Where 2.47 (the git CI installs) answers the same, a test compares with
 //! it. Where 2.47 differs (it has no `--filter`, no `mailmap` command), the 2.55 answer is built from what 2.47
 //! answers to requests it does understand, and the test says why. Every test also compares byte for byte with a
-//! git 2.55 binary when there is one (`CAT_BLOBD_TEST_GIT_255`, else `/work/git-src/v2.55.0/git`), and says on
-//! stderr that it skipped that where there is none.
+//! git 2.55 binary when `CAT_BLOBD_TEST_GIT` names one, and says on stderr that it skipped that where it does not.
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -24,15 +23,10 @@ fn mailmap_repo() -> PathBuf {
     root().join("mailmap.git")
 }
 
-/// A git 2.55 binary, if this machine has one.
-fn git_255() -> Option<&'static Path> {
-    static GIT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    GIT.get_or_init(|| {
-        let path = std::env::var_os("CAT_BLOBD_TEST_GIT_255")
-            .map_or_else(|| PathBuf::from("/work/git-src/v2.55.0/git"), PathBuf::from);
-        path.is_file().then_some(path)
-    })
-    .as_deref()
+/// The git under test (`CAT_BLOBD_TEST_GIT`) when it is 2.55 or newer.
+fn git_255() -> Option<PathBuf> {
+    let git = std::env::var_os("CAT_BLOBD_TEST_GIT")?;
+    (crate::util::test_git_version() >= (2, 55)).then(|| PathBuf::from(git))
 }
 
 /// Compares cat-blobd with git 2.55 when there is one.
@@ -40,7 +34,7 @@ fn git_255() -> Option<&'static Path> {
 fn same_as_255(dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) {
     let what = format!("cat-file {args:?} in {} on {}", dir.display(), escape(&stdin[..stdin.len().min(200)]));
     let Some(git) = git_255() else {
-        eprintln!("skipped (no git 2.55; set CAT_BLOBD_TEST_GIT_255): {what}");
+        eprintln!("skipped (no git 2.55: set CAT_BLOBD_TEST_GIT): {what}");
         return;
     };
     let theirs = run(&git.to_string_lossy(), dir, args, stdin, env);

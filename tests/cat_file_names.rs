@@ -15,16 +15,7 @@ fn git_program() -> String {
 /// Is the git compared with at least 2.55, the release cat-blobd answers as? Where 2.47 answers otherwise, a
 /// test compares only with such a git.
 fn git_is_newest() -> bool {
-    let out = run(&git_program(), Path::new("."), &["version"], b"", &[]);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let version: Vec<u32> = text
-        .trim()
-        .trim_start_matches("git version ")
-        .split('.')
-        .take(2)
-        .map(|part| part.parse().unwrap_or(0))
-        .collect();
-    version >= vec![2, 55]
+    crate::util::test_git_version() >= (2, 55)
 }
 
 /// Runs git and cat-blobd with `args` on `stdin` in `dir`; asserts the same bytes on stdout and stderr and the
