@@ -12,6 +12,8 @@
 # every process involved: each git's or connect's max RSS (`/usr/bin/time -f %M`), plus for cat-blobd the
 # daemon's VmHWM from /proc/PID/status read after the round. VmHWM is a high-water mark over the daemon's whole
 # life (warm-up and every earlier round included), not over the round alone. `wc -c` is left out on both sides.
+# RSS counts the pack's pages mapped from the (shared) page cache in every process that touched them, so the sum
+# over K gits counts them K times and the daemon's once (benches/README.md has the split measured on git.git).
 # Then the medians and the ratios git / cat-blobd.
 #   (c) latency    one request at a time through the warm daemon: send one id (`connect … cat-file --batch`) or
 #                  one `cat-blob <id>` (`connect … --quiet`), read the whole reply (header, then its size in
@@ -109,10 +111,11 @@ for mode in cat-file fast-import; do
 done
 rm -f "$work/expected" "$work/got"
 
-# `batch WAY ROUND`: start the K clients together, wait for all; prints "wall_s mem_kib". Each client's max RSS
-# comes from /usr/bin/time; its byte count goes to bytes.WAY.K and must match the other side's.
+# `batch WAY`: start the K clients together, wait for all; prints "wall_s mem_kib daemon_kib" (daemon_kib: the
+# daemon's VmHWM, included in mem_kib; 0 for git). Each client's max RSS comes from /usr/bin/time; its byte
+# count goes to bytes.WAY.K and must match the other side's.
 batch() {
-    local way=$1 pids=() k start end mem=0 rss input argv
+    local way=$1 pids=() k start end mem=0 daemon=0 rss input argv
     start=$(date +%s%N)
     for k in $(seq 0 $((clients - 1))); do
         client "$way" "$k"
@@ -131,22 +134,24 @@ batch() {
         mem=$((mem + rss))
     done
     if [ "${way%%-*}" = cb ]; then
-        mem=$((mem + $(awk '/^VmHWM:/ { print $2 }' "/proc/$daemon_pid/status")))
+        daemon=$(awk '/^VmHWM:/ { print $2 }' "/proc/$daemon_pid/status")
+        mem=$((mem + daemon))
     fi
-    awk -v ns=$((end - start)) -v mem="$mem" 'BEGIN { printf "%.3f %d\n", ns / 1e9, mem }'
+    awk -v ns=$((end - start)) -v mem="$mem" -v daemon="$daemon" 'BEGIN { printf "%.3f %d %d\n", ns / 1e9, mem, daemon }'
 }
 
 echo "repository: $repo ($(wc -l <"$work/blobs") blobs); $clients clients at once, $count random blobs each; $rounds rounds"
 echo "binary: $CAT_BLOBD; git: $GIT ($("$GIT" --version)); $(nproc) cores; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-12s %5s %-10s %8s %10s\n' mode round side wall_s mem_MiB
+printf '%-12s %5s %-5s %8s %10s %16s\n' mode round side wall_s mem_MiB of_which_daemon
 for mode in cat-file fast-import; do
     for round in $(seq 1 "$rounds"); do
         # The side that goes first swaps every round.
         if [ $((round % 2)) = 1 ]; then sides="cb git"; else sides="git cb"; fi
         for side in $sides; do
-            read -r wall mem < <(batch "$side-$mode")
+            read -r wall mem daemon < <(batch "$side-$mode")
             echo "$wall $mem" >>"$work/results.$side-$mode"
-            printf '%-12s %5s %-10s %8s %10.1f\n' "$mode" "$round" "$side" "$wall" "$(awk -v m="$mem" 'BEGIN { print m / 1024 }')"
+            printf '%-12s %5s %-5s %8s %10.1f %16.1f\n' "$mode" "$round" "$side" "$wall" \
+                "$(awk -v m="$mem" 'BEGIN { print m / 1024 }')" "$(awk -v m="$daemon" 'BEGIN { print m / 1024 }')"
         done
         for k in $(seq 0 $((clients - 1))); do
             cmp -s "$work/bytes.cb-$mode.$k" "$work/bytes.git-$mode.$k" \
@@ -168,7 +173,8 @@ done
 echo "bytes per client (client 0): cat-file $(cat "$work/bytes.cb-cat-file.0"), fast-import $(cat "$work/bytes.cb-fast-import.0")"
 
 # (c) One request at a time: the four ways open together, asked in turn for each blob, so that a change in the
-# machine's load weighs on all alike. A reply is "<oid> blob <size>\n", then size bytes and "\n", for both
+# machine's load weighs on all alike; a fifth way, `cat` echoing a reply-shaped request ("x blob 0\n\n"), is the
+# floor: what one round trip through pipes and the driver costs here. A reply is "<oid> blob <size>\n", then size bytes and "\n", for both
 # protocols; the next request goes out only once the whole reply is read.
 echo
 python3 - "$work" "$CAT_BLOBD" "$GIT" "$repo" <<'PY'
@@ -181,6 +187,7 @@ ways = [
     ("git cat-file", [git, "--git-dir", repo, "cat-file", "--batch"], None, b"%s\n"),
     ("cb fast-import", [cat_blobd, "connect", "--socket", socket, "--quiet"], None, b"cat-blob %s\n"),
     ("git fast-import", [git, "fast-import", "--quiet", "--cat-blob-fd=1"], env_fi, b"cat-blob %s\n"),
+    ("floor (cat)", ["cat"], None, b"x blob 0\n\n"),
 ]
 procs = [subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0)
          for _, argv, env, _ in ways]
@@ -188,17 +195,23 @@ ids = [line.strip().encode() for line in open(f"{work}/small")]
 times = [[] for _ in ways]
 
 def ask(proc, request):
-    proc.stdin.write(request)
-    header = proc.stdout.readline()
-    oid, kind, size = header.split()
-    left = int(size) + 1
-    while left:
-        left -= len(proc.stdout.read(left))
+    # One reply is outstanding at a time, so every byte read belongs to it: read in large chunks (not
+    # byte by byte, as an unbuffered readline would) until the header and its payload are in.
+    os.write(proc.stdin.fileno(), request)
+    got = b""
+    while b"\n" not in got:
+        got += os.read(proc.stdout.fileno(), 1 << 16)
+    header, rest = got.split(b"\n", 1)
+    left = int(header.split()[2]) + 1 - len(rest)
+    while left > 0:
+        left -= len(os.read(proc.stdout.fileno(), 1 << 16))
+    if left:
+        sys.exit(f"{proc.args}: more bytes than the header's size")
 
 for n, oid in enumerate(ids):
     for w, (proc, (_, _, _, template)) in enumerate(zip(procs, ways)):
         t0 = time.perf_counter_ns()
-        ask(proc, template % oid)
+        ask(proc, template % oid if b"%s" in template else template)
         if n >= 20:
             times[w].append(time.perf_counter_ns() - t0)
 for proc in procs:
