@@ -79,8 +79,9 @@ impl MidxLayer {
         slot.get_or_init(|| {
             let idx = self.pack_dir.join(&self.file.index_names()[number]);
             // A pack that is gone, or whose index cannot be read, is not used: its objects are not found
-            // through this midx (git's `prepare_midx_pack` failing).
-            opener.open(&idx).ok().filter(|pack| pack.is_usable()).map(Arc::new)
+            // through this midx (git's `prepare_midx_pack` failing). A pack that is there but damaged is kept,
+            // so that reading from it reports the damage.
+            opener.open(&idx).ok().filter(|pack| !pack.is_gone()).map(Arc::new)
         })
         .as_ref()
     }

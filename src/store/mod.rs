@@ -538,13 +538,9 @@ mod tests {
         assert_eq!(found.data.as_slice(), b"content\n");
     }
 
-    /// Opening reads the midx, not the packs it covers: a pack is opened when an object is read from it.
-    #[test]
-    fn a_multi_pack_index_opens_only_the_packs_objects_are_read_from() {
-        let objects = Objects::new();
-        let (a, b) = (chain(&[b"in a\n"], true), chain(&[b"in b\n"], true));
-        objects.add_pack("a", &a);
-        objects.add_pack("b", &b);
+    /// `git multi-pack-index write` over `objects` (git writes a midx only for its own object directory or an
+    /// alternate of it: a scratch repository borrows `objects`).
+    fn write_midx(objects: &Objects) {
         let repo = tempfile::tempdir().expect("temporary directory");
         let git = |args: &[&std::ffi::OsStr]| {
             let mut command = std::process::Command::new("git");
@@ -558,12 +554,44 @@ mod tests {
         let status =
             git(&["multi-pack-index".as_ref(), "--object-dir".as_ref(), objects.path().as_ref(), "write".as_ref()]);
         assert!(status.success());
+    }
+
+    /// Opening reads the midx, not the packs it covers: a pack is opened when an object is read from it.
+    #[test]
+    fn a_multi_pack_index_opens_only_the_packs_objects_are_read_from() {
+        let objects = Objects::new();
+        let (a, b) = (chain(&[b"in a\n"], true), chain(&[b"in b\n"], true));
+        objects.add_pack("a", &a);
+        objects.add_pack("b", &b);
+        write_midx(&objects);
         let store = open(&objects);
         assert_eq!(store.pack_count(), 0, "nothing opened yet");
         let mut resolver = Resolver::new(1 << 20);
         let found = store.read(&b[0].0, &mut resolver).expect("no damage").expect("found");
         assert_eq!(found.data.as_slice(), b"in b\n");
         assert_eq!(store.pack_count(), 1, "only the pack it was read from");
+    }
+
+    /// A pack under a midx that is there but damaged (its trailer no longer matches its index) is kept, so that a
+    /// read reports the damage; only a pack that is gone counts as not found.
+    #[test]
+    fn a_damaged_pack_under_a_multi_pack_index_is_damage_not_absence() {
+        let objects = Objects::new();
+        let (a, b) = (chain(&[b"in a\n"], true), chain(&[b"in b\n"], true));
+        let (path_a, _) = objects.add_pack("a", &a);
+        objects.add_pack("b", &b);
+        write_midx(&objects);
+        let mut bytes = std::fs::read(&path_a).expect("pack");
+        *bytes.last_mut().expect("trailer") ^= 1;
+        std::fs::write(&path_a, bytes).expect("write");
+        let store = open(&objects);
+        let mut resolver = Resolver::new(1 << 20);
+        let err = store.read(&a[0].0, &mut resolver).expect_err("damaged, not missing");
+        assert!(matches!(&err.damage, Damage::Unusable(why) if matches!(**why, PackError::ChecksumMismatch)), "{err}");
+        std::fs::remove_file(&path_a).expect("remove");
+        let store = open(&objects);
+        assert!(store.read(&a[0].0, &mut resolver).expect("gone is not damage").is_none());
+        assert!(store.read(&b[0].0, &mut resolver).expect("intact").is_some());
     }
 
     #[test]

@@ -113,9 +113,9 @@ impl Pack {
         reopen(&self.pack_path, self.data.as_ref().ok()?)
     }
 
-    /// Whether the pack data could be mapped and matches the index.
-    pub(super) fn is_usable(&self) -> bool {
-        self.data.is_ok()
+    /// Whether the pack file could not be opened at all (deleted since its index was listed).
+    pub(super) fn is_gone(&self) -> bool {
+        matches!(self.data.as_ref().err().map(|why| &**why), Some(PackError::Open(_)))
     }
 
     pub(super) fn index_path(&self) -> PathBuf {
