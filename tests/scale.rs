@@ -129,7 +129,8 @@ fn scale_a_ref_delta_on_a_base_in_another_pack_is_built_from_it() {
     assert_eq!(served, 5, "the five REF_DELTA entries");
 }
 
-/// `core.bigFileThreshold` set to 1 MiB: blobs of 2.5 and 3 MiB are answered in pieces (the header with the first,
+/// `core.bigFileThreshold` set to 1 MiB: blobs of 2.5 and 3 MiB (in a pack: the fixture keeps fast-import from
+/// unpacking them to loose objects, which are read whole) are answered in pieces (the header with the first,
 /// the LF with the last), with the same bytes as git's, on both front ends and with or without `--buffer`.
 const SMALL_THRESHOLD: [(&str, &str); 3] =
     [("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "core.bigFileThreshold"), ("GIT_CONFIG_VALUE_0", "1m")];
@@ -169,4 +170,55 @@ fn scale_a_reader_that_stops_halfway_through_a_streamed_blob_ends_it_quietly() {
     let (status, stderr) = crate::util::hang_up_after_first_bytes(&mut child, stream, wait, "cat-blobd");
     assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}: {}", String::from_utf8_lossy(&stderr));
     assert!(stderr.is_empty(), "{}", String::from_utf8_lossy(&stderr));
+}
+
+/// Damage inside a streamed blob (a flipped byte of its stored data: only the zlib checksum at its end tells) ends
+/// the stream with `fatal:` naming the object and the pack, exit 128, after every earlier response in full. The
+/// blob's own answer is cut before its last piece, so it is never complete with a wrong byte.
+#[test]
+fn scale_damage_in_a_streamed_blob_is_fatal_after_the_earlier_responses() {
+    let copy = TempDir::new("scale-big-damaged");
+    let dir = copy.path().join("big.git");
+    let status = std::process::Command::new("cp").arg("-a").arg(repo("big.git")).arg(&dir).status().expect("cp");
+    assert!(status.success());
+    let listing = git_in(&dir, &["cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objectsize)"], b"");
+    let listing = String::from_utf8(listing).expect("ASCII");
+    let sized: Vec<(&str, u64)> =
+        listing.lines().map(|l| l.split_once(' ').expect("id size")).map(|(id, n)| (id, n.parse().unwrap())).collect();
+    let small = sized.iter().find(|(_, size)| *size < 100).expect("the small blob").0;
+    let big = sized.iter().find(|(_, size)| *size == 3 << 20).expect("the random blob").0;
+    let pack = std::fs::read_dir(dir.join("objects/pack"))
+        .expect("pack dir")
+        .map(|entry| entry.expect("entry").path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "pack"))
+        .expect("a pack");
+    let show = git_in(&dir, &["show-index"], &std::fs::read(pack.with_extension("idx")).expect("idx"));
+    let offset: u64 = String::from_utf8(show)
+        .expect("ASCII")
+        .lines()
+        .find(|line| line.contains(big))
+        .and_then(|line| line.split(' ').next()?.parse().ok())
+        .expect("the big blob's offset");
+    let mut bytes = std::fs::read(&pack).expect("pack");
+    bytes[offset as usize + (2 << 20)] ^= 0xff;
+    std::fs::write(&pack, bytes).expect("write");
+
+    let stream = format!("cat-blob {small}\ncat-blob {big}\ncat-blob {small}\n");
+    let mut run = Run::new(CAT_BLOBD).arg("--quiet").env("GIT_DIR", &dir);
+    for (key, value) in SMALL_THRESHOLD {
+        run = run.env(key, value);
+    }
+    let ours = run.stdin(stream).run();
+    assert_eq!(ours.status.code(), Some(128), "{}", ours.describe());
+    let stderr = String::from_utf8_lossy(&ours.stderr);
+    let named = format!("fatal: cannot read object {big} from {}", pack.display());
+    assert!(stderr.starts_with(&named), "{stderr}");
+    let first = git_in(&dir, &["cat-file", "blob", small], b"");
+    let expected_first = [format!("{small} blob {}\n", first.len()).as_bytes(), &first, b"\n"].concat();
+    assert!(ours.stdout.starts_with(&expected_first), "the earlier response in full");
+    let rest = &ours.stdout[expected_first.len()..];
+    // Streamed: the header and the pieces before the damaged one are out; the last piece never is.
+    assert!(rest.starts_with(format!("{big} blob {}\n", 3 << 20).as_bytes()), "the big blob's header went out");
+    assert!(rest.len() >= 1 << 20, "pieces went out before the damage was found: {} bytes", rest.len());
+    assert!(rest.len() < (3 << 20) + 60, "the big blob's answer is cut before its last piece: {} bytes", rest.len());
 }
