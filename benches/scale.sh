@@ -2,7 +2,7 @@
 # The store's scale rows, side by side with git in one run (README, "Scale"): start-up on an empty stream, a
 # 100,000-id --batch-check over many packs with and without a multi-pack-index, and one big blob.
 #
-#   benches/scale.sh startup  GIT_DIR [RUNS]          empty stream: median wall time and peak RSS, both front ends
+#   benches/scale.sh startup  GIT_DIR [RUNS]          empty stream: median wall time (hyperfine) and peak RSS
 #   benches/scale.sh check    GIT_DIR [COUNT] [RUNS]  --batch-check of COUNT random ids (seed 1), median wall
 #   benches/scale.sh big      GIT_DIR ID [RUNS]       one blob through --batch and cat-blob: wall, peak RSS
 #   benches/scale.sh stand-ins OUTDIR SOURCE_GIT_DIR  builds the many-pack and over-4-GiB stand-ins
@@ -53,16 +53,24 @@ oracle() {
 
 case "${1:-}" in
 startup)
-    dir=$2 runs=${3:-21}
-    empty=$(mktemp)
+    # Milliseconds: hyperfine times them (/usr/bin/time counts in hundredths of a second); RSS from /usr/bin/time.
+    command -v hyperfine >/dev/null || { echo "$0: startup needs hyperfine (apt-get install hyperfine)" >&2; exit 2; }
+    dir=$2 runs=${3:-40}
     o=$(oracle "$dir")
-    for _ in $(seq "$runs"); do
-        measure "git-fast-import" "$empty" "$GIT" --git-dir="$o" fast-import --quiet
-        measure "cat-blobd" "$empty" "$CAT_BLOBD" --git-dir="$dir" --quiet
-        measure "git-cat-file--batch" "$empty" "$GIT" --git-dir="$dir" cat-file --batch
-        measure "cat-blobd-cat-file--batch" "$empty" env GIT_DIR="$dir" "$CAT_BLOBD" cat-file --batch
-    done | summarize
-    rm -rf "$empty" "$o"
+    json=$(mktemp)
+    GIT_DIR="$dir" hyperfine -N --warmup 3 --runs "$runs" --export-json "$json" \
+        "$GIT cat-file --batch" "$CAT_BLOBD cat-file --batch" \
+        "$GIT --git-dir=$o fast-import --quiet" "$CAT_BLOBD --git-dir=$dir --quiet" >/dev/null
+    python3 - "$json" <<'EOF'
+import json, statistics, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print("%-70s median %6.2f ms" % (r["command"][-70:], statistics.median(r["times"]) * 1000))
+EOF
+    for c in "$GIT cat-file --batch" "$CAT_BLOBD cat-file --batch"; do
+        for _ in 1 2 3; do GIT_DIR="$dir" /usr/bin/time -f %M $c </dev/null 2>&1 >/dev/null | tail -1; done |
+            sort -n | tail -1 | sed "s|^|peak RSS KiB (max of 3): |; s|\$| $c|"
+    done
+    rm -rf "$o" "$json"
     ;;
 check)
     dir=$2 count=${3:-100000} runs=${4:-5}
