@@ -334,3 +334,47 @@ fn a_reader_that_went_away_ends_the_stream_with_a_broken_pipe() {
         assert!(matches!(&error, EngineError::Write(write) if write.is_broken_pipe()), "{error:?}");
     });
 }
+
+/// A resolver thread sends the results of a batch to the writer together: one wake-up per batch, not per
+/// response. 64 jobs in batches of 8 on one thread reach the fd in at most 8 writes.
+#[test]
+fn a_batch_of_results_is_written_together() {
+    let config = EngineConfig { jobs_per_hand_off: 8, ..threaded(1) };
+    let (out, (result, stats), _) = run(config, |engine| {
+        for n in 0..64 {
+            engine.job(Fake::line(n), &mut (), false).unwrap();
+        }
+    });
+    assert_eq!(out, lines(0..64));
+    assert!(result.is_ok());
+    assert!(stats.writev_calls <= 8, "{} writes for 8 batches", stats.writev_calls);
+}
+
+/// Results held back for their batch go out once they fill a write (`batch_bytes`): a later job of the batch
+/// that cannot finish until the reader has the earlier responses (here it waits for the reader to see response
+/// 0) does not hold them back.
+#[test]
+fn a_batch_holds_back_no_more_than_one_write() {
+    let (read_end, write_end) = rustix::pipe::pipe().unwrap();
+    let (seen_zero, wait_for_zero) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut input = std::io::BufReader::new(std::fs::File::from(read_end));
+        let mut out = Vec::new();
+        while std::io::BufRead::read_until(&mut input, b'\n', &mut out).unwrap() > 0 {
+            if out == b"0\n" {
+                seen_zero.send(()).unwrap();
+            }
+        }
+        out
+    });
+    let config = EngineConfig { jobs_per_hand_off: 4, batch_bytes: 1, ..threaded(1) };
+    let (result, _) = std::thread::scope(|scope| {
+        let mut engine = Engine::new(scope, Output::new(write_end.as_fd()), config, || ());
+        engine.job(Fake::line(0), &mut (), false).unwrap();
+        engine.job(Fake::new(1, Step::WaitThenLine(Mutex::new(wait_for_zero))), &mut (), false).unwrap();
+        engine.finish()
+    });
+    drop(write_end);
+    assert!(result.is_ok());
+    assert_eq!(reader.join().unwrap(), lines(0..2));
+}

@@ -11,7 +11,7 @@ use crate::response::writev::IOV_MAX;
 /// Runs until the front end closes the queue; returns the first failure in sequence order.
 pub(super) fn write_in_order<E>(
     shared: &Shared<'_>,
-    results: Receiver<Finished<E>>,
+    results: Receiver<Vec<Finished<E>>>,
     config: EngineConfig,
 ) -> Option<EngineError<E>> {
     let mut ready: BTreeMap<u64, Item<E>> = BTreeMap::new();
@@ -35,7 +35,7 @@ pub(super) fn write_in_order<E>(
             let mut window = shared.window();
             window.in_flight -= discarded.len();
             window.pending_bytes = 0;
-            shared.changed.notify_all();
+            shared.notify(&window);
             continue;
         }
         // Read only now: while nothing was in flight the front end may have written on its own thread. From here
@@ -57,7 +57,7 @@ pub(super) fn write_in_order<E>(
         window.in_flight -= (end - next) as usize;
         window.pending_bytes = window.pending_bytes.saturating_sub(bytes);
         window.failed |= failure.is_some();
-        shared.changed.notify_all();
+        shared.notify(&window);
         drop(window);
         batch.clear();
     }
@@ -90,9 +90,13 @@ fn take_run<E>(
     (seq, bytes, None)
 }
 
-fn accept<E>(shared: &Shared<'_>, ready: &mut BTreeMap<u64, Item<E>>, done: Finished<E>) {
-    if let Item::Write(response, _) = &done.item {
-        shared.window().pending_bytes += response.len();
+fn accept<E>(shared: &Shared<'_>, ready: &mut BTreeMap<u64, Item<E>>, done: Vec<Finished<E>>) {
+    let mut bytes = 0;
+    for Finished { seq, item } in done {
+        if let Item::Write(response, _) = &item {
+            bytes += response.len();
+        }
+        ready.insert(seq, item);
     }
-    ready.insert(done.seq, done.item);
+    shared.window().pending_bytes += bytes;
 }
