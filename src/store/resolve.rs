@@ -202,11 +202,13 @@ impl Store {
         resolver: &mut Resolver,
         budget: &mut ChainBudget,
     ) -> Result<Object, ReadError> {
-        let Base { object: Object { kind, mut data }, entry: mut below, .. } = base;
+        let Base { object: Object { kind, mut data }, entry: mut below, cached } = base;
+        let keep_deltas = CachePolicy::deltas(cached);
         let mut served_from = None;
         for link in chain.into_iter().rev() {
-            data =
-                self.apply_link(&link, &data, resolver, budget).map_err(|d| damaged(id, &link.pack, link.offset, d))?;
+            data = self
+                .apply_link(&link, &data, keep_deltas, resolver, budget)
+                .map_err(|d| damaged(id, &link.pack, link.offset, d))?;
             served_from = Some(below.replace((link.pack, link.offset)));
         }
         let object = Object { kind, data };
@@ -222,11 +224,13 @@ impl Store {
         Ok(object)
     }
 
-    /// Applies one delta entry to `base`, the delta inflated or taken from the cache of inflated deltas.
+    /// Applies one delta entry to `base`, the delta inflated or taken from the cache of inflated deltas (and
+    /// put there if `keep_delta`).
     fn apply_link(
         &self,
         link: &Link,
         base: &[u8],
+        keep_delta: bool,
         resolver: &mut Resolver,
         budget: &mut ChainBudget,
     ) -> Result<Data, Damage> {
@@ -238,7 +242,9 @@ impl Store {
                 let delta = link.pack.inflate(&link.entry, &mut resolver.inflater, budget.object_limit)?;
                 resolver.cache.count_inflated(delta.len());
                 let delta = Data::new(delta);
-                resolver.cache.put_delta(key, delta.clone());
+                if keep_delta {
+                    resolver.cache.put_delta(key, delta.clone());
+                }
                 delta
             }
         };
@@ -315,10 +321,21 @@ mod tests {
         for offset in &offsets[1..] {
             assert!(cache.get(pack.key(*offset)).is_none(), "not the intermediates nor the object ({offset})");
         }
-        // Again: from the cached root and the cached inflated deltas, inflating nothing.
+        // A cold walk keeps no inflated delta: walked again, from the cached root, its deltas are inflated again
+        // and now kept (the chain is one that is walked again), so a third walk inflates nothing.
         let inflated = cache.inflated_bytes();
         assert_eq!(read(&store, &entries[3].0, resolver), contents[3]);
-        assert_eq!(cache.inflated_bytes(), inflated);
+        let delta_bytes: usize = entries[1..]
+            .iter()
+            .map(|(_, stored)| match stored {
+                Stored::Ofs(_, delta) => delta.len(),
+                _ => panic!("a chain of OFS deltas"),
+            })
+            .sum();
+        assert_eq!(cache.inflated_bytes() - inflated, delta_bytes as u64, "the deltas again, not the root");
+        let inflated = cache.inflated_bytes();
+        assert_eq!(read(&store, &entries[3].0, resolver), contents[3]);
+        assert_eq!(cache.inflated_bytes(), inflated, "a walk from a cached root kept its deltas");
     }
 
     /// Pack order: a whole object, then the delta built on it. The whole object asked for by itself is not kept
