@@ -89,7 +89,8 @@ impl MidxLayer {
     /// Where this layer says `id` is.
     pub(super) fn find(&self, id: &oid, opener: &PackOpener) -> Option<Hit<'_>> {
         // gix-pack's own lookup compares with `memcmp` calls (see `pack_index::search`).
-        let position = super::pack_index::search(0..self.file.num_objects(), id, |at| self.file.oid_at_index(at))?;
+        let all = 0..self.file.num_objects();
+        let position = super::pack_index::search(all, 0..=u64::MAX, id, |at| self.file.oid_at_index(at))?;
         match self.file.pack_id_and_pack_offset_at_index(position) {
             Ok((number, offset)) => self.pack(number as usize, opener).map(|pack| Hit::At(pack, offset)),
             Err(source) => Some(Hit::Damaged(MidxError { path: self.file.path().to_owned(), source })),

@@ -7,7 +7,7 @@
 //! lookup is the usual fan-out plus binary search; nothing else of gix-pack's index is used.
 use std::cmp::Ordering;
 use std::fs::File;
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
 
 use gix_hash::{Prefix, oid};
@@ -132,7 +132,8 @@ impl PackIndex {
 
     /// The position of `id`, if the index lists it.
     pub(crate) fn lookup(&self, id: &oid) -> Option<u32> {
-        search(self.fan_range(id.as_bytes()[0]), id, |position| self.oid_at(position))
+        let first = id.as_bytes()[0];
+        search(self.fan_range(first), fan_keys(first), id, |position| self.oid_at(position))
     }
 
     /// The positions of every id that starts with `prefix`.
@@ -169,30 +170,60 @@ impl PackIndex {
     }
 }
 
-/// Where `id` is among the sorted ids of `range` (`id_at` gives each). Ids are compared by their first 8 bytes as
-/// one number, and byte by byte only when those are equal: a `memcmp` call per step was a quarter of
+/// Where `id` is among the sorted ids of `range` (`id_at` gives each), whose first 8 bytes, read as one number,
+/// lie within `keys` (a fan-out bucket's, or all of them).
+///
+/// Object ids are uniformly spread, so the search first guesses where `id` should be from its value
+/// (interpolation): a few probes where a binary search takes 15 or more over a 10-million-object index, each a
+/// cache miss and, on an index not read yet, a page fault. After [`INTERPOLATIONS`] guesses (ids spread unevenly
+/// on purpose cannot make it slow) or once the range is short, it bisects. Ids are compared by their first 8
+/// bytes as one number, and byte by byte only when those are equal: a `memcmp` call per step was a quarter of
 /// `--batch-check`'s CPU on a multi-pack-index of 849k objects (gix-pack's lookups compare slices).
-pub(crate) fn search<'a>(range: Range<u32>, id: &oid, id_at: impl Fn(u32) -> &'a oid) -> Option<u32> {
+pub(crate) fn search<'a>(
+    range: Range<u32>,
+    keys: RangeInclusive<u64>,
+    id: &oid,
+    id_at: impl Fn(u32) -> &'a oid,
+) -> Option<u32> {
     let wanted = id.as_bytes();
     let key = prefix_number(wanted);
+    let (mut low, mut high) = keys.into_inner();
     let Range { mut start, mut end } = range;
+    let mut guesses = 0;
     while start < end {
-        let middle = start + (end - start) / 2;
+        let middle = if guesses < INTERPOLATIONS && end - start > 16 && (low..=high).contains(&key) {
+            guesses += 1;
+            let spread = (high - low) as u128 + 1;
+            let guess = start as u128 + (key - low) as u128 * (end - start) as u128 / spread;
+            guess as u32
+        } else {
+            start + (end - start) / 2
+        };
         let here = id_at(middle).as_bytes();
-        let order = match prefix_number(here).cmp(&key) {
+        let here_key = prefix_number(here);
+        let order = match here_key.cmp(&key) {
             Ordering::Equal => here.cmp(wanted),
             unequal => unequal,
         };
         match order {
-            Ordering::Less => start = middle + 1,
-            Ordering::Greater => end = middle,
+            Ordering::Less => (start, low) = (middle + 1, here_key),
+            Ordering::Greater => (end, high) = (middle, here_key),
             Ordering::Equal => return Some(middle),
         }
     }
     None
 }
 
-/// The first 8 bytes of an id (every hash has more) as a big-endian number: ordered as the bytes are.
+/// Interpolation guesses before [`search`] bisects: uniformly spread ids need about log2(log2(n)), 4 for a
+/// fan-out bucket of 10 million objects.
+const INTERPOLATIONS: u32 = 6;
+
+/// The prefix numbers of the ids a fan-out bucket holds: those whose first byte is `first`.
+pub(crate) fn fan_keys(first: u8) -> RangeInclusive<u64> {
+    let low = (first as u64) << 56;
+    low..=low | (u64::MAX >> 8)
+}
+
 fn prefix_number(id: &[u8]) -> u64 {
     u64::from_be_bytes(id[..8].try_into().expect("ids are longer than 8 bytes"))
 }
@@ -293,5 +324,43 @@ mod tests {
         }
         let none = Prefix::from_hex("0000000").expect("a prefix");
         assert!(idx.prefix_range(&none).is_empty());
+    }
+
+    /// Sorted ids: uniformly spread (what hashes are), and crowded into a corner of the bucket (what a made-up
+    /// set of ids could be): every id is found, at its position, and ids between them are not.
+    #[test]
+    fn search_finds_every_id_however_the_ids_are_spread() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let uniform: Vec<u64> = (0..5000).map(|_| next()).collect();
+        let crowded: Vec<u64> = (0..5000).map(|n| if n % 50 == 0 { next() } else { next() >> 40 }).collect();
+        for mut keys in [uniform, crowded] {
+            keys.sort_unstable();
+            keys.dedup();
+            let ids: Vec<gix_hash::ObjectId> = keys
+                .iter()
+                .map(|key| {
+                    let mut id = [0x11; 20];
+                    id[..8].copy_from_slice(&key.to_be_bytes());
+                    gix_hash::ObjectId::from_bytes_or_panic(&id)
+                })
+                .collect();
+            let all = 0..ids.len() as u32;
+            let at = |position: u32| ids[position as usize].as_ref();
+            for (position, id) in ids.iter().enumerate() {
+                assert_eq!(search(all.clone(), 0..=u64::MAX, id, at), Some(position as u32));
+                let mut absent = id.as_bytes().to_vec();
+                absent[19] = 0x12;
+                let absent = gix_hash::ObjectId::from_bytes_or_panic(&absent);
+                assert_eq!(search(all.clone(), 0..=u64::MAX, &absent, at), None);
+            }
+        }
+        let first = fan_keys(0xab);
+        assert_eq!((*first.start(), *first.end()), (0xab00_0000_0000_0000, 0xabff_ffff_ffff_ffff));
     }
 }
