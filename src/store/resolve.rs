@@ -43,16 +43,36 @@ impl CycleCheck {
 
 /// A delta entry waiting for its base.
 struct Link {
-    pack: Arc<Pack>,
+    /// Its pack, in [`Walk::packs`].
+    pack: usize,
     offset: u64,
     entry: Entry,
+}
+
+/// The deltas a walk passed, the object asked for first, and the packs they are in (usually one). Links name
+/// their pack by its place here rather than holding an `Arc` each: two resolver threads cloning and dropping the
+/// same pack's `Arc` at every link of every chain fought over its counter's cache line.
+struct Walk {
+    packs: Vec<Arc<Pack>>,
+    links: Vec<Link>,
+}
+
+impl Walk {
+    /// The place of `pack` in `packs`, added if it is not the last one there.
+    fn place(&mut self, pack: &Arc<Pack>) -> usize {
+        if !self.packs.last().is_some_and(|last| Arc::ptr_eq(last, pack)) {
+            self.packs.push(Arc::clone(pack));
+        }
+        self.packs.len() - 1
+    }
 }
 
 /// The object a walk down a chain ended on.
 struct Base {
     object: Object,
-    /// Its pack entry; none for a loose object (a REF_DELTA base in no pack).
-    entry: Option<(Arc<Pack>, u64)>,
+    /// Its pack entry (the pack by its place in [`Walk::packs`]); none for a loose object (a REF_DELTA base in no
+    /// pack).
+    entry: Option<(usize, u64)>,
     /// Found in the delta-base cache rather than inflated by this walk.
     cached: bool,
 }
@@ -105,15 +125,16 @@ impl Store {
     ) -> Result<Object, ReadError> {
         Pack::note_read(pack);
         let mut budget = ChainBudget::new(&self.options);
-        let (base, chain) = self.walk_to_base(id, pack, offset, resolver, &mut budget)?;
-        if let (Some((pack, offset)), false) = (&base.entry, base.cached) {
-            let keep = CachePolicy::root(!chain.is_empty(), pack.is_delta_base(*offset));
-            resolver.cache.keep(pack.key(*offset), &base.object, keep);
+        let (base, walk) = self.walk_to_base(id, pack, offset, resolver, &mut budget)?;
+        if let (Some((at, offset)), false) = (base.entry, base.cached) {
+            let pack = &walk.packs[at];
+            let keep = CachePolicy::root(!walk.links.is_empty(), pack.is_delta_base(offset));
+            resolver.cache.keep(pack.key(offset), &base.object, keep);
             if keep == Keep::No {
-                resolver.hold_last_whole(pack.key(*offset), &base.object);
+                resolver.hold_last_whole(pack.key(offset), &base.object);
             }
         }
-        self.apply_chain(id, base, chain, resolver, &mut budget)
+        self.apply_chain(id, base, walk, resolver, &mut budget)
     }
 
     /// Follows bases down from the entry at `offset` until one is in the delta-base cache or is not a delta;
@@ -125,43 +146,45 @@ impl Store {
         offset: u64,
         resolver: &mut Resolver,
         budget: &mut ChainBudget,
-    ) -> Result<(Base, Vec<Link>), ReadError> {
-        let mut chain = Vec::new();
-        let (mut pack, mut offset) = (Arc::clone(pack), offset);
+    ) -> Result<(Base, Walk), ReadError> {
+        let mut walk = Walk { packs: vec![Arc::clone(pack)], links: Vec::new() };
+        let (mut at, mut offset) = (0, offset);
         let mut cycle = CycleCheck::new(pack.key(offset));
         loop {
+            let pack = &walk.packs[at];
+            let here = Some((at, offset));
             if let Some(object) = resolver.cache.get(pack.key(offset)) {
-                return Ok((Base { object, entry: Some((pack, offset)), cached: true }, chain));
+                return Ok((Base { object, entry: here, cached: true }, walk));
             }
             // As if inflated now: kept in the cache as any root is.
             if let Some(object) = resolver.take_last_whole(pack.key(offset)) {
-                return Ok((Base { object, entry: Some((pack, offset)), cached: false }, chain));
+                return Ok((Base { object, entry: here, cached: false }, walk));
             }
-            let entry = pack.entry(offset).map_err(|d| damaged(id, &pack, offset, d))?;
+            let entry = pack.entry(offset).map_err(|d| damaged(id, pack, offset, d))?;
             let base = match entry.header {
                 Header::OfsDelta { base_distance } => match entry.checked_base_pack_offset(base_distance) {
-                    Some(base) => (Arc::clone(&pack), base),
-                    None => return Err(damaged(id, &pack, offset, Damage::BadBaseOffset)),
+                    Some(base) => (at, base),
+                    None => return Err(damaged(id, pack, offset, Damage::BadBaseOffset)),
                 },
-                Header::RefDelta { base_id } => match self.find_ref_base(&pack, &base_id) {
-                    Ok(RefBase::Packed(base_pack, base)) => (base_pack, base),
+                Header::RefDelta { base_id } => match self.find_ref_base(pack, &base_id) {
+                    Ok(RefBase::Packed(base_pack, base)) => (walk.place(&base_pack), base),
                     Ok(RefBase::Loose(object)) => {
-                        chain.push(Link { pack, offset, entry });
-                        return Ok((Base { object, entry: None, cached: false }, chain));
+                        walk.links.push(Link { pack: at, offset, entry });
+                        return Ok((Base { object, entry: None, cached: false }, walk));
                     }
-                    Err(damage) => return Err(damaged(id, &pack, offset, damage)),
+                    Err(damage) => return Err(damaged(id, pack, offset, damage)),
                 },
                 Header::Blob | Header::Tree | Header::Commit | Header::Tag => {
-                    let object = self.inflate_whole(&pack, &entry, resolver, budget);
-                    let object = object.map_err(|d| damaged(id, &pack, offset, d))?;
-                    return Ok((Base { object, entry: Some((pack, offset)), cached: false }, chain));
+                    let object = self.inflate_whole(pack, &entry, resolver, budget);
+                    let object = object.map_err(|d| damaged(id, pack, offset, d))?;
+                    return Ok((Base { object, entry: here, cached: false }, walk));
                 }
             };
-            if cycle.comes_back(base.0.key(base.1)) {
-                return Err(damaged(id, &pack, offset, Damage::DeltaCycle));
+            if cycle.comes_back(walk.packs[base.0].key(base.1)) {
+                return Err(damaged(id, &walk.packs[at], offset, Damage::DeltaCycle));
             }
-            chain.push(Link { pack, offset, entry });
-            (pack, offset) = base;
+            walk.links.push(Link { pack: at, offset, entry });
+            (at, offset) = base;
         }
     }
 
@@ -192,33 +215,37 @@ impl Store {
         Ok(Object { kind, data: Data::new(data) })
     }
 
-    /// Applies the deltas of `chain` on `base`, the deepest first, and returns the last result: the object asked
+    /// Applies the deltas of `walk` on `base`, the deepest first, and returns the last result: the object asked
     /// for. Once it is built, the cache may let its base go and keep it ([`CachePolicy`]).
     fn apply_chain(
         &self,
         id: &oid,
         base: Base,
-        chain: Vec<Link>,
+        walk: Walk,
         resolver: &mut Resolver,
         budget: &mut ChainBudget,
     ) -> Result<Object, ReadError> {
-        let Base { object: Object { kind, mut data }, entry: mut below, cached } = base;
+        let Base { object: Object { kind, data: base_data }, entry: mut below, cached } = base;
         let keep_deltas = CachePolicy::deltas(cached);
         let mut served_from = None;
-        for link in chain.into_iter().rev() {
-            data = self
-                .apply_link(&link, &data, keep_deltas, resolver, budget)
-                .map_err(|d| damaged(id, &link.pack, link.offset, d))?;
+        // The results on the way up are plain buffers; only the last becomes shared `Data`.
+        let mut built: Option<Vec<u8>> = None;
+        for link in walk.links.iter().rev() {
+            let pack = &walk.packs[link.pack];
+            let below_data = built.as_deref().unwrap_or(&base_data);
+            let result = self.apply_link(pack, link, below_data, keep_deltas, resolver, budget);
+            built = Some(result.map_err(|d| damaged(id, pack, link.offset, d))?);
             served_from = Some(below.replace((link.pack, link.offset)));
         }
-        let object = Object { kind, data };
+        let object = Object { kind, data: built.map_or(base_data, Data::new) };
         if let Some(base) = served_from {
-            if let Some((pack, offset)) = base
-                && CachePolicy::release_base(!pack.delta_built_from(offset))
+            if let Some((at, offset)) = base
+                && CachePolicy::release_base(!walk.packs[at].delta_built_from(offset))
             {
-                resolver.cache.release(pack.key(offset));
+                resolver.cache.release(walk.packs[at].key(offset));
             }
-            let (pack, offset) = below.expect("the object asked for is a pack entry");
+            let (at, offset) = below.expect("the object asked for is a pack entry");
+            let pack = &walk.packs[at];
             resolver.cache.keep(pack.key(offset), &object, CachePolicy::served(pack.is_delta_base(offset)));
         }
         Ok(object)
@@ -228,29 +255,32 @@ impl Store {
     /// put there if `keep_delta`).
     fn apply_link(
         &self,
+        pack: &Pack,
         link: &Link,
         base: &[u8],
         keep_delta: bool,
         resolver: &mut Resolver,
         budget: &mut ChainBudget,
-    ) -> Result<Data, Damage> {
+    ) -> Result<Vec<u8>, Damage> {
         budget.charge(link.entry.decompressed_size)?;
-        let key = link.pack.key(link.offset);
-        let delta = match resolver.cache.get_delta(key) {
-            Some(delta) => delta,
+        let key = pack.key(link.offset);
+        // Shared (`Data`) only if the cache has it or will keep it: a plain buffer otherwise, one allocation less.
+        let (cached, inflated) = match resolver.cache.get_delta(key) {
+            Some(delta) => (Some(delta), Vec::new()),
             None => {
-                let delta = link.pack.inflate(&link.entry, &mut resolver.inflater, budget.object_limit)?;
+                let delta = pack.inflate(&link.entry, &mut resolver.inflater, budget.object_limit)?;
                 resolver.cache.count_inflated(delta.len());
-                let delta = Data::new(delta);
-                if keep_delta {
-                    resolver.cache.put_delta(key, delta.clone());
-                }
-                delta
+                (None, delta)
             }
         };
+        let delta = cached.as_deref().unwrap_or(&inflated);
         // Counted before the result is allocated.
-        budget.charge(delta::result_size(&delta)?)?;
-        Ok(Data::new(delta::apply(base, &delta, budget.object_limit)?))
+        budget.charge(delta::result_size(delta)?)?;
+        let result = delta::apply(base, delta, budget.object_limit)?;
+        if keep_delta && cached.is_none() {
+            resolver.cache.put_delta(key, Data::new(inflated));
+        }
+        Ok(result)
     }
 }
 
