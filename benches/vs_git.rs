@@ -17,6 +17,8 @@ mod requests;
 mod rng;
 #[path = "vs_git/run.rs"]
 mod run;
+#[path = "vs_git/usage.rs"]
+mod usage;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -103,6 +105,13 @@ fn parse_count(text: &str) -> Result<usize, String> {
 }
 
 fn main() -> ExitCode {
+    // First: the wrapper's environment also has the floor's variable, which every tool gets.
+    if let Some(report) = std::env::var_os(usage::USAGE_REPORT) {
+        return usage::wrapper(Path::new(&report)).unwrap_or_else(|e| {
+            eprintln!("vs_git usage wrapper: error: {e:#}");
+            ExitCode::FAILURE
+        });
+    }
     if let Some(replies) = std::env::var_os(run::FLOOR_REPLIES) {
         return match run::floor_responder(Path::new(&replies)) {
             Ok(()) => ExitCode::SUCCESS,
@@ -191,14 +200,10 @@ fn bench(args: Args) -> Result<()> {
         floor_replies: work.join("floor-replies"),
         gits,
         cat_blobd_args: args.cat_blobd_arg.clone(),
-        time: Some(PathBuf::from("/usr/bin/time")).filter(|p| p.exists()),
         strace: if args.no_strace { None } else { which("strace") },
         logs: work.join("logs"),
     };
     setup.prepare_scratch(&objects)?;
-    if setup.time.is_none() {
-        eprintln!("note: /usr/bin/time not found (Debian package `time`): reporting wall time only");
-    }
     if setup.strace.is_none() && !args.no_strace {
         eprintln!("note: strace not found: no syscall counts");
     }
@@ -255,7 +260,7 @@ fn bench(args: Args) -> Result<()> {
             load_before,
             load_after: load_average(),
             unix_time: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
-            user_sys_rss: setup.time.is_some(),
+            user_sys_rss: true,
             strace: setup.strace.is_some(),
         },
         batch,
