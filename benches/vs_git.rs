@@ -1,14 +1,16 @@
 //! `cargo bench --bench vs_git`: cat-blobd against `git fast-import --cat-blob-fd` and `git cat-file --batch
 //! --buffer` on the same request streams, every output through a pipe into a byte-counting reader.
 //!
-//! Data flow: [`corpus`] (or `--git-dir`) → [`requests`] (inventory, three orders, request files) → [`run`] (one
-//! verified run per tool, then timed runs alternating A B C, strace, ping-pong latency) → [`report`] (table, JSON,
-//! SVG under `target/bench-results/`). See benches/README.md.
+//! Data flow: [`corpus`] (or `--git-dir`) → [`inventory`] (every blob, cached) → [`requests`] (the blob set,
+//! three orders, request files) → [`run`] (one verified run per tool, then timed runs alternating A B C, strace,
+//! ping-pong latency) → [`report`] (table, JSON, SVG under `target/bench-results/`). See benches/README.md.
 
 #[path = "vs_git/corpus.rs"]
 mod corpus;
 #[path = "vs_git/git.rs"]
 mod git;
+#[path = "vs_git/inventory.rs"]
+mod inventory;
 #[path = "vs_git/report.rs"]
 mod report;
 #[path = "vs_git/requests.rs"]
@@ -181,7 +183,7 @@ fn bench(args: Args) -> Result<()> {
     };
 
     let work = target.join("bench-work");
-    let inventory = requests::inventory(&git_dir)?;
+    let inventory = inventory::load(&git_dir, &work.join("inventory"))?;
     if inventory.blobs.is_empty() {
         bail!("{} has no blobs", git_dir.display());
     }
@@ -225,9 +227,8 @@ fn bench(args: Args) -> Result<()> {
     if latency_count > 0 {
         let mut small: Vec<&str> = set
             .iter()
-            .map(|&i| &inventory.blobs[i])
-            .filter(|b| b.size <= LATENCY_MAX_SIZE)
-            .map(|b| b.oid.as_str())
+            .filter(|&&i| inventory.blobs[i].size <= LATENCY_MAX_SIZE)
+            .map(|&i| inventory.oid(i))
             .collect();
         Rng::new(7).shuffle(&mut small);
         small.truncate(latency_count + LATENCY_WARMUP);
@@ -242,7 +243,7 @@ fn bench(args: Args) -> Result<()> {
     }
 
     let payload_bytes = set.iter().map(|&i| inventory.blobs[i].size).sum();
-    let response_bytes = set.iter().map(|&i| requests::response_len(&inventory.blobs[i])).sum();
+    let response_bytes = set.iter().map(|&i| inventory.response_len(i)).sum();
     let mut report = Report {
         meta: Meta {
             git_dir: git_dir.display().to_string(),
