@@ -10,7 +10,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::Serialize;
 
 use crate::corpus::CorpusInfo;
-use crate::requests::Order;
+use crate::requests::{Order, Sample};
 use crate::run::{Kind, Latency, Measurement, Tool};
 
 #[derive(Serialize)]
@@ -30,7 +30,14 @@ pub struct Meta {
     pub cat_blobd_args: Vec<String>,
     /// Ratios divide each tool's median wall time by this tool's.
     pub baseline: Tool,
+    /// Blobs in each blob order's stream.
     pub requests: usize,
+    /// How they were chosen: `--sample`, `--max-size`, `--seed`, and how many blobs qualified.
+    pub sample: Sample,
+    pub max_size: Option<u64>,
+    pub seed: u64,
+    pub eligible_blobs: usize,
+    pub inventory_blobs: usize,
     pub runs: usize,
     pub payload_bytes: u64,
     pub response_bytes: u64,
@@ -47,6 +54,10 @@ pub struct Meta {
 #[derive(Serialize)]
 pub struct OrderResult {
     pub order: Order,
+    /// Request lines in this order's stream.
+    pub requests: usize,
+    /// What the stream holds, when the heading does not say it (`ls`).
+    pub description: Option<String>,
     pub tools: Vec<ToolResult>,
 }
 
@@ -164,11 +175,7 @@ pub fn table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} requests ({:.1} MB of responses, max delta depth {}) from {}; median of {} runs; {} cores \
-         (load {} before, {} after); {}",
-        meta.requests,
-        meta.response_bytes as f64 / 1e6,
-        meta.max_depth_requested,
+        "{}; median of {} runs; {} cores (load {} before, {} after); {}",
         meta.git_dir,
         meta.runs,
         meta.cores,
@@ -176,6 +183,20 @@ pub fn table(report: &Report) -> String {
         meta.load_after,
         meta.git_versions.join(", "),
     );
+    // The latency test asks for blobs of the set too.
+    if report.batch.iter().any(|o| o.order != Order::Ls) || !report.latency.is_empty() {
+        let _ = writeln!(
+            out,
+            "blobs: {} requests ({:.1} MB of responses, max delta depth {}), {}",
+            meta.requests,
+            meta.response_bytes as f64 / 1e6,
+            meta.max_depth_requested,
+            selection(meta),
+        );
+    }
+    for description in report.batch.iter().filter_map(|o| o.description.as_ref()) {
+        let _ = writeln!(out, "{description}");
+    }
     let ratio_header = format!("÷ {}", meta.baseline.label());
     let _ = writeln!(
         out,
@@ -228,6 +249,19 @@ pub fn table(report: &Report) -> String {
         );
     }
     out
+}
+
+/// How the blobs were chosen, e.g. "at random (seed 1) of 85427 blobs ≤ 4096 bytes (262343 in all)".
+fn selection(meta: &Meta) -> String {
+    let how = match meta.sample {
+        Sample::First => "the first in pack order".to_string(),
+        Sample::Random => format!("at random (seed {})", meta.seed),
+    };
+    let of = match meta.max_size {
+        Some(max) => format!("of {} blobs ≤ {max} bytes ({} in all)", meta.eligible_blobs, meta.inventory_blobs),
+        None => format!("of {} blobs", meta.inventory_blobs),
+    };
+    format!("{how} {of}")
 }
 
 fn ratio(value: f64) -> String {

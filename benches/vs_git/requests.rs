@@ -1,7 +1,9 @@
-//! Which blobs are asked for, in which order: the set and the three request files.
+//! Which blobs are asked for, in which order: the set (the first N blobs in pack order, or N drawn at random from
+//! the whole inventory; optionally only blobs up to a size), the orders, and the request files. `ls` streams come
+//! from [`crate::ls`].
 //!
-//! All three orders ask for the same set (the first N blobs in pack order), so they serve the same bytes and
-//! their times compare; only the order changes.
+//! All blob orders ask for the same set, so they serve the same bytes and their times compare; only the order
+//! changes.
 
 use std::collections::HashMap;
 use std::fs;
@@ -24,6 +26,8 @@ pub enum Order {
     Pack,
     History,
     Random,
+    /// `ls <commit> <path>` requests over the repository's history (fast-import speakers only; see [`crate::ls`]).
+    Ls,
 }
 
 impl Order {
@@ -32,26 +36,58 @@ impl Order {
             Order::Pack => "pack",
             Order::History => "history",
             Order::Random => "random",
+            Order::Ls => "ls",
         }
     }
 }
 
-/// One request stream, as two files: `cat-blob <id>` lines for fast-import and cat-blobd, bare ids for cat-file.
+/// One request stream, as two files: `cat-blob <id>` (or `ls`) lines for fast-import and cat-blobd, bare ids for
+/// cat-file.
 pub struct Requests {
     pub order: Order,
-    /// Indexes into the inventory, in request order.
-    pub blobs: Vec<usize>,
+    /// Request lines in the stream.
+    pub requests: usize,
     pub fast_import: PathBuf,
-    pub ids: PathBuf,
-    /// The exact number of bytes a correct answer has: `<id> blob <size>\n<payload>\n` each.
-    pub expected_bytes: u64,
+    /// Bare ids for the cat-file tools; `None` where they have no equivalent request (`ls`).
+    pub ids: Option<PathBuf>,
+    /// The exact number of bytes a correct answer has (`<id> blob <size>\n<payload>\n` each); `None` where only
+    /// git knows it (`ls`): the first verified run sets it.
+    pub expected_bytes: Option<u64>,
     /// What `--batch-check` writes for the same ids.
-    pub expected_header_bytes: u64,
+    pub expected_header_bytes: Option<u64>,
+    /// What the stream holds, when the table's heading does not say it (`ls`).
+    pub description: Option<String>,
 }
 
-/// The first `count` blobs in pack order, as indexes into the inventory.
-pub fn select(inventory: &Inventory, count: usize) -> Vec<usize> {
-    (0..inventory.blobs.len().min(count)).collect()
+/// How `--count` blobs are chosen from the inventory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Sample {
+    /// The first N in pack order: a compact stretch of the pack.
+    First,
+    /// N drawn at random (seeded) from the whole inventory, kept in pack order: spread over the whole pack.
+    Random,
+}
+
+/// `count` blobs of at most `max_size` bytes, as indexes into the inventory, in pack order.
+pub fn select(inventory: &Inventory, count: usize, max_size: Option<u64>, sample: Sample, seed: u64) -> Vec<usize> {
+    let eligible = (0..inventory.blobs.len()).filter(|&i| max_size.is_none_or(|max| inventory.blobs[i].size <= max));
+    match sample {
+        Sample::First => eligible.take(count).collect(),
+        Sample::Random => {
+            let mut all: Vec<usize> = eligible.collect();
+            let take = count.min(all.len());
+            // A partial Fisher–Yates: only the first `take` places are drawn, so 2,000 of 10M cost 2,000 draws.
+            let mut rng = Rng::new(seed);
+            for i in 0..take {
+                let j = i + rng.below(all.len() - i);
+                all.swap(i, j);
+            }
+            all.truncate(take);
+            all.sort_unstable();
+            all
+        }
+    }
 }
 
 /// Puts `set` in `order` and writes the two request files under `dir`.
@@ -64,15 +100,18 @@ pub fn build(git_dir: &Path, inventory: &Inventory, set: &[usize], order: Order,
             Rng::new(SHUFFLE_SEED).shuffle(&mut shuffled);
             shuffled
         }
+        Order::Ls => bail!("ls streams are built by ls::build"),
     };
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let fast_import = dir.join(format!("{}.fast-import", order.name()));
     let ids = dir.join(format!("{}.ids", order.name()));
     write_lines(&fast_import, &blobs, inventory, "cat-blob ")?;
     write_lines(&ids, &blobs, inventory, "")?;
-    let expected_bytes = blobs.iter().map(|&i| inventory.response_len(i)).sum();
-    let expected_header_bytes = blobs.iter().map(|&i| inventory.header_len(i)).sum();
-    Ok(Requests { order, blobs, fast_import, ids, expected_bytes, expected_header_bytes })
+    let expected_bytes = Some(blobs.iter().map(|&i| inventory.response_len(i)).sum());
+    let expected_header_bytes = Some(blobs.iter().map(|&i| inventory.header_len(i)).sum());
+    let requests = blobs.len();
+    let ids = Some(ids);
+    Ok(Requests { order, requests, fast_import, ids, expected_bytes, expected_header_bytes, description: None })
 }
 
 fn write_lines(path: &Path, blobs: &[usize], inventory: &Inventory, prefix: &str) -> Result<()> {
