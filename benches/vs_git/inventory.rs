@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Instant;
@@ -75,8 +75,8 @@ pub fn load(git_dir: &Path, cache_dir: &Path) -> Result<Inventory> {
     };
     let path = cache_dir.join(format!("{key:016x}.bin"));
     let started = Instant::now();
-    if let Ok(bytes) = fs::read(&path) {
-        match decode(&bytes) {
+    if let Ok(file) = fs::File::open(&path) {
+        match decode(file) {
             Ok(inventory) => {
                 let secs = started.elapsed().as_secs_f64();
                 eprintln!("read {} blobs from the inventory cache in {secs:.1} s", inventory.blobs.len());
@@ -145,19 +145,27 @@ fn encode(inventory: &Inventory, path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn decode(bytes: &[u8]) -> Result<Inventory> {
-    let rest = bytes.strip_prefix(CACHE_MAGIC).context("not an inventory cache of this version")?;
-    let (head, rest) = rest.split_at_checked(24).context("truncated")?;
+/// Reads each part straight into its place: no copy of the whole file in memory.
+fn decode(mut file: fs::File) -> Result<Inventory> {
+    let mut read = |len: usize| -> Result<Vec<u8>> {
+        let mut buf = vec![0; len];
+        file.read_exact(&mut buf).context("truncated")?;
+        Ok(buf)
+    };
+    if read(CACHE_MAGIC.len())? != CACHE_MAGIC {
+        bail!("not an inventory cache of this version");
+    }
+    let head = read(24)?;
     let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().expect("8 bytes"));
     let (pack_bytes, n, hex_len) = (word(0), usize::try_from(word(8))?, usize::try_from(word(16))?);
-    if rest.len() != n * (hex_len + 12) {
-        bail!("{} bytes for {n} blobs of {hex_len}-digit ids", rest.len());
+    let oids = read(n * hex_len)?;
+    // ASCII, so that slicing at multiples of `hex_len` cannot split a character.
+    if !oids.is_ascii() {
+        bail!("an object id is not ASCII");
     }
-    let (oids, rest) = rest.split_at(n * hex_len);
-    let (sizes, depths) = rest.split_at(n * 8);
-    if !oids.iter().all(u8::is_ascii_hexdigit) {
-        bail!("an object id is not hex");
-    }
+    let oids = String::from_utf8(oids)?;
+    let sizes = read(n * 8)?;
+    let depths = read(n * 4)?;
     let blobs = sizes
         .chunks_exact(8)
         .zip(depths.chunks_exact(4))
@@ -166,7 +174,6 @@ fn decode(bytes: &[u8]) -> Result<Inventory> {
             depth: u32::from_le_bytes(depth.try_into().expect("4 bytes")),
         })
         .collect();
-    let oids = String::from_utf8(oids.to_vec())?;
     Ok(Inventory { blobs, oids, hex_len, pack_bytes })
 }
 
