@@ -1,14 +1,19 @@
 //! `cargo bench --bench vs_git`: cat-blobd against `git fast-import --cat-blob-fd` and `git cat-file --batch
 //! --buffer` on the same request streams, every output through a pipe into a byte-counting reader.
 //!
-//! Data flow: [`corpus`] (or `--git-dir`) → [`requests`] (inventory, three orders, request files) → [`run`] (one
-//! verified run per tool, then timed runs alternating A B C, strace, ping-pong latency) → [`report`] (table, JSON,
-//! SVG under `target/bench-results/`). See benches/README.md.
+//! Data flow: [`corpus`] (or `--git-dir`) → [`inventory`] (every blob, cached) → [`requests`] (the blob set, three
+//! orders, request files) and [`ls`] (`ls` requests over the history) → [`run`] (one verified run per tool, then
+//! timed runs alternating A B C, strace, ping-pong latency) → [`report`] (table, JSON, SVG under
+//! `target/bench-results/`). See benches/README.md.
 
 #[path = "vs_git/corpus.rs"]
 mod corpus;
 #[path = "vs_git/git.rs"]
 mod git;
+#[path = "vs_git/inventory.rs"]
+mod inventory;
+#[path = "vs_git/ls.rs"]
+mod ls;
 #[path = "vs_git/report.rs"]
 mod report;
 #[path = "vs_git/requests.rs"]
@@ -17,6 +22,8 @@ mod requests;
 mod rng;
 #[path = "vs_git/run.rs"]
 mod run;
+#[path = "vs_git/usage.rs"]
+mod usage;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -27,7 +34,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use report::{LatencyResult, Meta, OrderResult, Report};
-use requests::Order;
+use requests::{Order, Requests, Sample};
 use rng::Rng;
 use run::{Git, Kind, Latency, Output, Probe, Setup, Tool};
 
@@ -42,13 +49,24 @@ struct Args {
     /// Repository to read (e.g. a clone of linux.git); default: the generated corpus under target/bench-corpus/.
     #[arg(long, value_name = "DIR")]
     git_dir: Option<PathBuf>,
-    /// Blobs per request stream, the first in pack order, or `all` [default: 100000; --quick: 2000].
+    /// Blobs per request stream (chosen by --sample), or `all`; also the number of `ls` requests
+    /// [default: 100000; --quick: 2000].
     #[arg(long, value_name = "N|all", value_parser = parse_count)]
     count: Option<usize>,
+    /// Only blobs of at most this many bytes (e.g. 4096: small-object runs).
+    #[arg(long, value_name = "BYTES")]
+    max_size: Option<u64>,
+    /// Which N blobs: the first in pack order (a compact stretch of the pack), or N at random from the whole
+    /// inventory (spread over the whole pack).
+    #[arg(long, value_enum, default_value = "first")]
+    sample: Sample,
+    /// Seed of `--sample random` and of the `ls` requests.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
     /// Timed runs per tool and order [default: 5; --quick: 3].
     #[arg(long, value_name = "R")]
     runs: Option<usize>,
-    /// Request orders to measure.
+    /// Request orders to measure; `ls` sends `ls <commit> <path>` requests to the fast-import front ends.
     #[arg(long, value_delimiter = ',', default_value = "pack,history,random")]
     orders: Vec<Order>,
     /// Tools to run; the first of them that is cat-blobd, else the first listed, is the ratio baseline. git's tools
@@ -103,6 +121,13 @@ fn parse_count(text: &str) -> Result<usize, String> {
 }
 
 fn main() -> ExitCode {
+    // First: the wrapper's environment also has the floor's variable, which every tool gets.
+    if let Some(report) = std::env::var_os(usage::USAGE_REPORT) {
+        return usage::wrapper(Path::new(&report)).unwrap_or_else(|e| {
+            eprintln!("vs_git usage wrapper: error: {e:#}");
+            ExitCode::FAILURE
+        });
+    }
     if let Some(replies) = std::env::var_os(run::FLOOR_REPLIES) {
         return match run::floor_responder(Path::new(&replies)) {
             Ok(()) => ExitCode::SUCCESS,
@@ -172,14 +197,25 @@ fn bench(args: Args) -> Result<()> {
     };
 
     let work = target.join("bench-work");
-    let inventory = requests::inventory(&git_dir)?;
+    let inventory = inventory::load(&git_dir, &work.join("inventory"))?;
     if inventory.blobs.is_empty() {
         bail!("{} has no blobs", git_dir.display());
     }
-    let set = requests::select(&inventory, count);
+    let eligible_blobs = match args.max_size {
+        Some(max) => inventory.blobs.iter().filter(|b| b.size <= max).count(),
+        None => inventory.blobs.len(),
+    };
+    let set = requests::select(&inventory, count, args.max_size, args.sample, args.seed);
+    if set.is_empty() {
+        bail!("{} has no blobs of at most {} bytes", git_dir.display(), args.max_size.unwrap_or(0));
+    }
     let mut streams = Vec::new();
     for &order in &args.orders {
-        streams.push(requests::build(&git_dir, &inventory, &set, order, &work.join("requests"))?);
+        let dir = work.join("requests");
+        streams.push(match order {
+            Order::Ls => ls::build(&git_dir, count, args.seed, &dir)?,
+            _ => requests::build(&git_dir, &inventory, &set, order, &dir)?,
+        });
     }
 
     let objects = String::from_utf8(git::output(git::git(&git_dir).args(["rev-parse", "--git-path", "objects"]))?)?;
@@ -191,20 +227,17 @@ fn bench(args: Args) -> Result<()> {
         floor_replies: work.join("floor-replies"),
         gits,
         cat_blobd_args: args.cat_blobd_arg.clone(),
-        time: Some(PathBuf::from("/usr/bin/time")).filter(|p| p.exists()),
         strace: if args.no_strace { None } else { which("strace") },
         logs: work.join("logs"),
     };
     setup.prepare_scratch(&objects)?;
-    if setup.time.is_none() {
-        eprintln!("note: /usr/bin/time not found (Debian package `time`): reporting wall time only");
-    }
     if setup.strace.is_none() && !args.no_strace {
         eprintln!("note: strace not found: no syscall counts");
     }
 
     let load_before = load_average();
-    let steps = streams.len() * tools.len() * (runs + 1 + usize::from(setup.strace.is_some()));
+    let per_tool = runs + 1 + usize::from(setup.strace.is_some());
+    let steps: usize = streams.iter().map(|s| tools.iter().filter(|&&t| serves(s, t)).count() * per_tool).sum();
     let bar = ProgressBar::new(steps as u64).with_style(
         ProgressStyle::with_template("{spinner} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
             .expect("valid template")
@@ -218,12 +251,8 @@ fn bench(args: Args) -> Result<()> {
 
     let mut latency = Vec::new();
     if latency_count > 0 {
-        let mut small: Vec<&str> = set
-            .iter()
-            .map(|&i| &inventory.blobs[i])
-            .filter(|b| b.size <= LATENCY_MAX_SIZE)
-            .map(|b| b.oid.as_str())
-            .collect();
+        let mut small: Vec<&str> =
+            set.iter().filter(|&&i| inventory.blobs[i].size <= LATENCY_MAX_SIZE).map(|&i| inventory.oid(i)).collect();
         Rng::new(7).shuffle(&mut small);
         small.truncate(latency_count + LATENCY_WARMUP);
         if small.len() > LATENCY_WARMUP {
@@ -237,7 +266,7 @@ fn bench(args: Args) -> Result<()> {
     }
 
     let payload_bytes = set.iter().map(|&i| inventory.blobs[i].size).sum();
-    let response_bytes = set.iter().map(|&i| requests::response_len(&inventory.blobs[i])).sum();
+    let response_bytes = set.iter().map(|&i| inventory.response_len(i)).sum();
     let mut report = Report {
         meta: Meta {
             git_dir: git_dir.display().to_string(),
@@ -247,6 +276,11 @@ fn bench(args: Args) -> Result<()> {
             cat_blobd_args: args.cat_blobd_arg.clone(),
             baseline,
             requests: set.len(),
+            sample: args.sample,
+            max_size: args.max_size,
+            seed: args.seed,
+            eligible_blobs,
+            inventory_blobs: inventory.blobs.len(),
             runs,
             payload_bytes,
             response_bytes,
@@ -255,7 +289,7 @@ fn bench(args: Args) -> Result<()> {
             load_before,
             load_after: load_average(),
             unix_time: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
-            user_sys_rss: setup.time.is_some(),
+            user_sys_rss: true,
             strace: setup.strace.is_some(),
         },
         batch,
@@ -271,58 +305,25 @@ fn bench(args: Args) -> Result<()> {
 }
 
 /// One order: a checksummed warm-up run per tool (all must agree), then `runs` timed rounds A B C, then strace.
+/// Tools with no request for the stream (cat-file on `ls`) sit it out.
 fn measure_order(
     setup: &Setup,
     tools: &[Tool],
-    stream: &requests::Requests,
+    stream: &Requests,
     runs: usize,
     bar: &ProgressBar,
 ) -> Result<OrderResult> {
-    let input = |tool: Tool| if tool.speaks_fast_import() { &stream.fast_import } else { &stream.ids };
+    let tools: Vec<Tool> = tools.iter().copied().filter(|&t| serves(stream, t)).collect();
     let order = stream.order.name();
-    let check_bytes = |tool: Tool, bytes: u64| -> Result<()> {
-        let expected = match tool.kind.output() {
-            Output::Response => stream.expected_bytes,
-            Output::Header => stream.expected_header_bytes,
-        };
-        if bytes != expected {
-            bail!(
-                "WRONG OUTPUT: {} wrote {bytes} bytes for the {order}-order stream, expected {expected} \
-                 (request file {})",
-                tool.label(),
-                input(tool).display()
-            );
-        }
-        Ok(())
-    };
-
-    // Tools that write the same kind of output must write the same bytes.
-    let mut references: Vec<(Output, Tool, u64)> = Vec::new();
-    for &tool in tools {
-        step(bar, format!("{order}: {} verify", tool.label()));
-        let m = run::batch(setup, tool, input(tool), Probe::Checksum)?;
-        check_bytes(tool, m.bytes)?;
-        let sum = m.checksum.expect("checksummed run");
-        match references.iter().find(|r| r.0 == tool.kind.output()).map(|r| (r.1, r.2)) {
-            None => references.push((tool.kind.output(), tool, sum)),
-            Some((first, expected)) if expected != sum => bail!(
-                "WRONG OUTPUT: {} and {} wrote the same number of bytes with different contents for the {order}-order \
-                 stream (checksums {expected:016x} vs {sum:016x}; request file {})",
-                first.label(),
-                tool.label(),
-                input(tool).display()
-            ),
-            Some(_) => {}
-        }
-        bar.inc(1);
-    }
+    let mut expected = Expected { response: stream.expected_bytes, header: stream.expected_header_bytes };
+    verify(setup, &tools, stream, &mut expected, bar)?;
 
     let mut measured: Vec<Vec<run::Measurement>> = vec![Vec::new(); tools.len()];
     for round in 0..runs {
         for (slot, &tool) in tools.iter().enumerate() {
             step(bar, format!("{order}: {} run {}/{runs}", tool.label(), round + 1));
-            let m = run::batch(setup, tool, input(tool), Probe::Time)?;
-            check_bytes(tool, m.bytes)?;
+            let m = run::batch(setup, tool, input(stream, tool), Probe::Time)?;
+            expected.check(stream, tool, m.bytes)?;
             measured[slot].push(m);
             bar.inc(1);
         }
@@ -332,17 +333,81 @@ fn measure_order(
     for (slot, &tool) in tools.iter().enumerate() {
         let write_calls = if setup.strace.is_some() {
             step(bar, format!("{order}: {} strace", tool.label()));
-            let m = run::batch(setup, tool, input(tool), Probe::Strace)?;
-            check_bytes(tool, m.bytes)?;
+            let m = run::batch(setup, tool, input(stream, tool), Probe::Strace)?;
+            expected.check(stream, tool, m.bytes)?;
             bar.inc(1);
             m.write_calls
         } else {
             None
         };
         let runs = std::mem::take(&mut measured[slot]);
-        results.push(report::summarise(tool, runs, stream.blobs.len(), write_calls));
+        results.push(report::summarise(tool, runs, stream.requests, write_calls));
     }
-    Ok(OrderResult { order: stream.order, tools: results })
+    let description = stream.description.clone();
+    Ok(OrderResult { order: stream.order, requests: stream.requests, description, tools: results })
+}
+
+/// One checksummed, untimed run per tool: tools that write the same kind of output must write the same bytes.
+fn verify(setup: &Setup, tools: &[Tool], stream: &Requests, expected: &mut Expected, bar: &ProgressBar) -> Result<()> {
+    let order = stream.order.name();
+    let mut references: Vec<(Output, Tool, u64)> = Vec::new();
+    for &tool in tools {
+        step(bar, format!("{order}: {} verify", tool.label()));
+        let m = run::batch(setup, tool, input(stream, tool), Probe::Checksum)?;
+        expected.check(stream, tool, m.bytes)?;
+        let sum = m.checksum.expect("checksummed run");
+        match references.iter().find(|r| r.0 == tool.kind.output()).map(|r| (r.1, r.2)) {
+            None => references.push((tool.kind.output(), tool, sum)),
+            Some((first, expected)) if expected != sum => bail!(
+                "WRONG OUTPUT: {} and {} wrote the same number of bytes with different contents for the {order}-order \
+                 stream (checksums {expected:016x} vs {sum:016x}; request file {})",
+                first.label(),
+                tool.label(),
+                input(stream, tool).display()
+            ),
+            Some(_) => {}
+        }
+        bar.inc(1);
+    }
+    Ok(())
+}
+
+/// Whether `tool` has a request for `stream`: the cat-file tools have none for `ls`.
+fn serves(stream: &Requests, tool: Tool) -> bool {
+    stream.ids.is_some() || tool.speaks_fast_import()
+}
+
+/// The request file `tool` reads: `cat-blob`/`ls` lines, or bare ids.
+fn input(stream: &Requests, tool: Tool) -> &Path {
+    match &stream.ids {
+        Some(ids) if !tool.speaks_fast_import() => ids,
+        _ => &stream.fast_import,
+    }
+}
+
+/// The bytes each kind of output must have: known from the inventory, or (`ls`) set by the first verified run.
+struct Expected {
+    response: Option<u64>,
+    header: Option<u64>,
+}
+
+impl Expected {
+    fn check(&mut self, stream: &Requests, tool: Tool, bytes: u64) -> Result<()> {
+        let slot = match tool.kind.output() {
+            Output::Response => &mut self.response,
+            Output::Header => &mut self.header,
+        };
+        let expected = *slot.get_or_insert(bytes);
+        if bytes != expected {
+            bail!(
+                "WRONG OUTPUT: {} wrote {bytes} bytes for the {}-order stream, expected {expected} (request file {})",
+                tool.label(),
+                stream.order.name(),
+                input(stream, tool).display()
+            );
+        }
+        Ok(())
+    }
 }
 
 /// Shows what runs next: on the bar, or as a plain line when stderr is not a terminal (the bar is hidden then).

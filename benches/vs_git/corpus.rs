@@ -21,7 +21,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use crate::git;
-use crate::requests;
+use crate::inventory;
 use crate::rng::Rng;
 
 /// Bump when the generator changes: the cache directory is keyed by it.
@@ -114,7 +114,7 @@ pub fn ensure(target_dir: &Path, shape: &Shape) -> Result<Corpus> {
     repack(&git_dir, shape)?;
     let repack_secs = repack_started.elapsed().as_secs_f64();
 
-    let inventory = requests::inventory(&git_dir)?;
+    let inventory = inventory::scan(&git_dir)?;
     let depths: Vec<u32> = inventory.blobs.iter().map(|b| b.depth).collect();
     let info = CorpusInfo {
         tag,

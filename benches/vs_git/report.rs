@@ -10,7 +10,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::Serialize;
 
 use crate::corpus::CorpusInfo;
-use crate::requests::Order;
+use crate::requests::{Order, Sample};
 use crate::run::{Kind, Latency, Measurement, Tool};
 
 #[derive(Serialize)]
@@ -30,7 +30,14 @@ pub struct Meta {
     pub cat_blobd_args: Vec<String>,
     /// Ratios divide each tool's median wall time by this tool's.
     pub baseline: Tool,
+    /// Blobs in each blob order's stream.
     pub requests: usize,
+    /// How they were chosen: `--sample`, `--max-size`, `--seed`, and how many blobs qualified.
+    pub sample: Sample,
+    pub max_size: Option<u64>,
+    pub seed: u64,
+    pub eligible_blobs: usize,
+    pub inventory_blobs: usize,
     pub runs: usize,
     pub payload_bytes: u64,
     pub response_bytes: u64,
@@ -47,6 +54,10 @@ pub struct Meta {
 #[derive(Serialize)]
 pub struct OrderResult {
     pub order: Order,
+    /// Request lines in this order's stream.
+    pub requests: usize,
+    /// What the stream holds, when the heading does not say it (`ls`).
+    pub description: Option<String>,
     pub tools: Vec<ToolResult>,
 }
 
@@ -58,11 +69,15 @@ pub struct ToolResult {
     pub max_wall_secs: f64,
     pub median_user_secs: Option<f64>,
     pub median_sys_secs: Option<f64>,
+    /// The median over runs of (user + sys) ÷ requests, in µs: what a request costs in CPU, on any core.
+    pub median_cpu_us_per_request: Option<f64>,
     pub peak_rss_kib: Option<u64>,
     /// Response bytes per second at the median, in MB/s (10^6).
     pub mb_per_sec: f64,
     /// This tool's median wall time over the baseline's: how many times faster the baseline is.
     pub ratio_to_baseline: f64,
+    /// This tool's CPU per request over the baseline's.
+    pub cpu_ratio_to_baseline: f64,
     pub write_calls: Option<u64>,
     pub writes_per_response: Option<f64>,
     pub runs: Vec<Measurement>,
@@ -114,6 +129,9 @@ pub fn summarise(tool: Tool, runs: Vec<Measurement>, requests: usize, write_call
         max_wall_secs: walls.last().copied().unwrap_or(f64::NAN),
         median_user_secs: optional(runs.iter().map(|m| m.user_secs).collect()),
         median_sys_secs: optional(runs.iter().map(|m| m.sys_secs).collect()),
+        median_cpu_us_per_request: optional(
+            runs.iter().map(|m| Some((m.user_secs? + m.sys_secs?) * 1e6 / requests.max(1) as f64)).collect(),
+        ),
         peak_rss_kib: runs
             .iter()
             .map(|m| m.max_rss_kib)
@@ -121,6 +139,7 @@ pub fn summarise(tool: Tool, runs: Vec<Measurement>, requests: usize, write_call
             .and_then(|v| v.into_iter().max()),
         mb_per_sec: bytes as f64 / median_wall_secs / 1e6,
         ratio_to_baseline: f64::NAN,
+        cpu_ratio_to_baseline: f64::NAN,
         write_calls,
         writes_per_response: write_calls.map(|w| w as f64 / requests.max(1) as f64),
         runs,
@@ -130,9 +149,14 @@ pub fn summarise(tool: Tool, runs: Vec<Measurement>, requests: usize, write_call
 pub fn fill_ratios(report: &mut Report) {
     let baseline = report.meta.baseline;
     for order in &mut report.batch {
-        let base = order.tools.iter().find(|t| t.tool == baseline).map(|t| t.median_wall_secs);
+        let base = order.tools.iter().find(|t| t.tool == baseline);
+        let (wall, cpu) = (base.map(|t| t.median_wall_secs), base.and_then(|t| t.median_cpu_us_per_request));
         for tool in &mut order.tools {
-            tool.ratio_to_baseline = base.map_or(f64::NAN, |b| tool.median_wall_secs / b);
+            tool.ratio_to_baseline = wall.map_or(f64::NAN, |b| tool.median_wall_secs / b);
+            tool.cpu_ratio_to_baseline = match (tool.median_cpu_us_per_request, cpu) {
+                (Some(t), Some(b)) => t / b,
+                _ => f64::NAN,
+            };
         }
     }
     let base = report.latency.iter().find(|l| l.tool == baseline).map(|l| l.latency.p50_us);
@@ -151,11 +175,7 @@ pub fn table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} requests ({:.1} MB of responses, max delta depth {}) from {}; median of {} runs; {} cores \
-         (load {} before, {} after); {}",
-        meta.requests,
-        meta.response_bytes as f64 / 1e6,
-        meta.max_depth_requested,
+        "{}; median of {} runs; {} cores (load {} before, {} after); {}",
         meta.git_dir,
         meta.runs,
         meta.cores,
@@ -163,26 +183,53 @@ pub fn table(report: &Report) -> String {
         meta.load_after,
         meta.git_versions.join(", "),
     );
+    // The latency test asks for blobs of the set too.
+    if report.batch.iter().any(|o| o.order != Order::Ls) || !report.latency.is_empty() {
+        let _ = writeln!(
+            out,
+            "blobs: {} requests ({:.1} MB of responses, max delta depth {}), {}",
+            meta.requests,
+            meta.response_bytes as f64 / 1e6,
+            meta.max_depth_requested,
+            selection(meta),
+        );
+    }
+    for description in report.batch.iter().filter_map(|o| o.description.as_ref()) {
+        let _ = writeln!(out, "{description}");
+    }
     let ratio_header = format!("÷ {}", meta.baseline.label());
     let _ = writeln!(
         out,
-        "{:<8} {:<32} {:>8} {:>17} {:>7} {:>7} {:>9} {:>8} {:>16} {:>11}",
-        "order", "tool", "wall s", "(min–max)", "user s", "sys s", "RSS MiB", "MB/s", ratio_header, "writes/resp"
+        "{:<8} {:<32} {:>8} {:>17} {:>7} {:>7} {:>10} {:>9} {:>8} {:>16} {:>7} {:>11}",
+        "order",
+        "tool",
+        "wall s",
+        "(min–max)",
+        "user s",
+        "sys s",
+        "CPU µs/req",
+        "RSS MiB",
+        "MB/s",
+        ratio_header,
+        "CPU ÷",
+        "writes/resp"
     );
     for order in &report.batch {
         for t in &order.tools {
             let _ = writeln!(
                 out,
-                "{:<8} {:<32} {:>8.3} {:>17} {:>7} {:>7} {:>9} {:>8.0} {:>16} {:>11}",
+                "{:<8} {:<32} {:>8.3} {:>17} {:>7} {:>7} {:>10} {:>9} {:>8.1} {:>16} {:>7} {:>11}",
                 order.order.name(),
                 t.tool.label(),
                 t.median_wall_secs,
                 format!("({:.3}–{:.3})", t.min_wall_secs, t.max_wall_secs),
-                opt(t.median_user_secs, 2),
-                opt(t.median_sys_secs, 2),
+                opt(t.median_user_secs, 3),
+                opt(t.median_sys_secs, 3),
+                opt(t.median_cpu_us_per_request, 1),
                 opt(t.peak_rss_kib.map(|k| k as f64 / 1024.0), 1),
                 t.mb_per_sec,
                 format!("{:.2}×", t.ratio_to_baseline),
+                ratio(t.cpu_ratio_to_baseline),
                 opt(t.writes_per_response, 2),
             );
         }
@@ -202,6 +249,23 @@ pub fn table(report: &Report) -> String {
         );
     }
     out
+}
+
+/// How the blobs were chosen, e.g. "at random (seed 1) of 85427 blobs ≤ 4096 bytes (262343 in all)".
+fn selection(meta: &Meta) -> String {
+    let how = match meta.sample {
+        Sample::First => "the first in pack order".to_string(),
+        Sample::Random => format!("at random (seed {})", meta.seed),
+    };
+    let of = match meta.max_size {
+        Some(max) => format!("of {} blobs ≤ {max} bytes ({} in all)", meta.eligible_blobs, meta.inventory_blobs),
+        None => format!("of {} blobs", meta.inventory_blobs),
+    };
+    format!("{how} {of}")
+}
+
+fn ratio(value: f64) -> String {
+    if value.is_finite() { format!("{value:.2}×") } else { "-".to_string() }
 }
 
 /// Writes `<stem>.json`, `<stem>.txt` and `<stem>.svg`, and copies them to `vs_git-latest.*`.

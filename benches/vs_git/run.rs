@@ -1,5 +1,6 @@
-//! Running one tool on one request stream: output through a pipe into a byte-counting reader, timed; optionally
-//! under `/usr/bin/time` (user, sys, peak RSS) or `strace -c` (write syscalls); and the ping-pong latency client.
+//! Running one tool on one request stream: output through a pipe into a byte-counting reader, timed, with the
+//! tool's user and system CPU time and peak RSS (see [`crate::usage`]); optionally under `strace -c` (write
+//! syscalls); and the ping-pong latency client.
 
 use std::ffi::OsString;
 use std::fs;
@@ -14,6 +15,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::git;
+use crate::usage;
 
 /// What a tool is, as `--tools` names it; [`Tool`] adds which git runs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -139,7 +141,6 @@ pub struct Setup {
     /// The gits to compare against (`--git`, else the `git` on PATH).
     pub gits: Vec<Git>,
     pub cat_blobd_args: Vec<String>,
-    pub time: Option<PathBuf>,
     pub strace: Option<PathBuf>,
     pub logs: PathBuf,
 }
@@ -238,22 +239,18 @@ pub fn batch(setup: &Setup, tool: Tool, input: &Path, probe: Probe) -> Result<Me
     let report = setup.logs.join("probe.out");
     let _ = fs::remove_file(&report);
     let mut argv = setup.argv(tool, false)?;
-    match probe {
-        Probe::Time | Probe::Checksum => {
-            if let Some(time) = &setup.time {
-                argv = wrap(time, &["-f", "%e %U %S %M", "-o"], &report, argv);
-            }
-        }
-        Probe::Strace => {
-            let strace = setup.strace.as_ref().context("strace not found")?;
-            argv = wrap(strace, &["-f", "-c", "-e", "trace=write,writev", "-o"], &report, argv);
-        }
+    if probe == Probe::Strace {
+        let strace = setup.strace.as_ref().context("strace not found")?;
+        argv = wrap(strace, &["-f", "-c", "-e", "trace=write,writev", "-o"], &report, argv);
+    } else {
+        argv = usage::wrap(argv)?;
     }
     let stdin = fs::File::open(input).with_context(|| format!("opening {}", input.display()))?;
     let log = setup.log_path(tool);
     let started = Instant::now();
     let mut child = setup
         .command(&argv)
+        .env(usage::USAGE_REPORT, &report)
         .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(fs::File::create(&log)?)
@@ -281,30 +278,16 @@ pub fn batch(setup: &Setup, tool: Tool, input: &Path, probe: Probe) -> Result<Me
     if !status.success() {
         bail!("{} failed ({status}) on {}: {}", tool.label(), input.display(), tail(&log));
     }
-    let mut measurement = Measurement {
+    let usage = if probe == Probe::Strace { None } else { Some(usage::read(&report)?) };
+    Ok(Measurement {
         wall_secs,
-        user_secs: None,
-        sys_secs: None,
-        max_rss_kib: None,
+        user_secs: usage.map(|u| u.user_secs),
+        sys_secs: usage.map(|u| u.sys_secs),
+        max_rss_kib: usage.map(|u| u.max_rss_kib),
         bytes,
         checksum: checksum.map(Checksum::finish),
-        write_calls: None,
-    };
-    match probe {
-        Probe::Time | Probe::Checksum if setup.time.is_some() => {
-            let text = fs::read_to_string(&report).context("reading /usr/bin/time output")?;
-            let fields: Vec<&str> = text.lines().last().unwrap_or("").split_whitespace().collect();
-            let [_, user, sys, rss] = fields[..] else {
-                bail!("unexpected /usr/bin/time output {text:?}");
-            };
-            measurement.user_secs = Some(user.parse()?);
-            measurement.sys_secs = Some(sys.parse()?);
-            measurement.max_rss_kib = Some(rss.parse()?);
-        }
-        Probe::Strace => measurement.write_calls = Some(strace_writes(&report)?),
-        _ => {}
-    }
-    Ok(measurement)
+        write_calls: if probe == Probe::Strace { Some(strace_writes(&report)?) } else { None },
+    })
 }
 
 fn wrap(program: &Path, args: &[&str], report: &Path, inner: Vec<OsString>) -> Vec<OsString> {
