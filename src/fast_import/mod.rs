@@ -35,7 +35,7 @@ pub(crate) use objects::ObjectSource;
 use objects::Objects;
 use options::{ImportMarks, OptionError, Settings};
 pub use outcome::{Exit, Outcome, Stats};
-use reads::CatBlob;
+use reads::{CatBlob, ReadWorker};
 use write_through::{Git, GitEnd, GitError, WriteThrough};
 
 /// What makes a stream end with `fatal:` (exit 128), or with usage (exit 129).
@@ -169,9 +169,11 @@ pub fn run<R: Read>(input: R, io: StreamIo<'_>, store: &Store, config: SessionCo
     let cache = config.cache.clone();
     let (engine_config, live) = (config.engine, config.live.clone());
     let mut session = Session::new(io, store, cache.clone(), config);
+    let trees = Arc::clone(&session.worker.trees);
     let (result, written) = std::thread::scope(|scope| {
         let output = Output::new(session.io.stdout).count_bytes_into(live);
-        let mut engine = Engine::new(scope, output, engine_config, || Resolver::sharing(cache.clone()));
+        let new_worker = || ReadWorker { resolver: Resolver::sharing(cache.clone()), trees: Arc::clone(&trees) };
+        let mut engine = Engine::new(scope, output, engine_config, new_worker);
         let result = session.commands(&mut reader, &mut engine);
         let (written, stats) = engine.finish();
         // A response that failed before the front end's own error wins: git would have died there first.
@@ -186,7 +188,8 @@ pub fn run<R: Read>(input: R, io: StreamIo<'_>, store: &Store, config: SessionCo
 struct Session<'a> {
     io: StreamIo<'a>,
     store: &'a Store,
-    resolver: Resolver,
+    /// What the front end reads with itself (requests it answers, and jobs run on its own thread).
+    worker: ReadWorker,
     settings: Settings,
     args: Vec<Vec<u8>>,
     /// git's `seen_data_command`: set when the first line that is not `feature`/`option` arrives, at which
@@ -228,7 +231,7 @@ impl<'a> Session<'a> {
         Session {
             io,
             store,
-            resolver: Resolver::sharing(cache),
+            worker: ReadWorker { resolver: Resolver::sharing(cache), trees: Arc::new(ls::TreeCache::default()) },
             settings,
             args: config.fast_import_args.clone(),
             seen_data_command: false,
@@ -437,7 +440,7 @@ impl<'a> Session<'a> {
     fn objects(&mut self) -> Objects<'_> {
         Objects {
             store: self.store,
-            resolver: &mut self.resolver,
+            resolver: &mut self.worker.resolver,
             blobs: &self.blobs,
             marks: &self.marks,
             rewrites: &self.rewrites,
@@ -520,7 +523,8 @@ impl<'a> Session<'a> {
     }
 
     fn stats(&self) -> Stats {
-        let (cache_hits, cache_misses) = self.resolver.cache().hit_counts();
-        Stats { inflated_bytes: self.resolver.cache().inflated_bytes(), cache_hits, cache_misses, ..self.stats.clone() }
+        let cache = self.worker.resolver.cache();
+        let (cache_hits, cache_misses) = cache.hit_counts();
+        Stats { inflated_bytes: cache.inflated_bytes(), cache_hits, cache_misses, ..self.stats.clone() }
     }
 }

@@ -2,10 +2,11 @@
 //! stream's own blobs and marks, in order with everything else, or (for what git built in this stream) relayed
 //! to git while write-through runs.
 use std::io::Read;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::dataref::Dataref;
-use super::ls::{self, LsError};
+use super::ls::{self, LsError, TreeCache};
 use super::objects::written_blob;
 use super::write_through::Reply;
 use super::{Session, SessionError, StreamEngine, command as request};
@@ -14,6 +15,13 @@ use crate::line_reader::LineReader;
 use crate::response::encode::Response;
 use crate::store::{Kind, ObjectId, Resolver, Store};
 
+/// What each resolver thread (and the front end, for what it runs itself) reads with.
+pub(crate) struct ReadWorker {
+    pub(super) resolver: Resolver,
+    /// Shared by every worker of the stream: random `ls` requests meet the same trees on any thread.
+    pub(super) trees: Arc<TreeCache>,
+}
+
 /// `cat-blob` of an object in the repository (git's `cat_blob`): the blob, `missing`, or fatal for another type.
 pub(crate) struct CatBlob<'s> {
     pub(super) store: &'s Store,
@@ -21,11 +29,11 @@ pub(crate) struct CatBlob<'s> {
 }
 
 impl Job for CatBlob<'_> {
-    type Worker = Resolver;
+    type Worker = ReadWorker;
     type Error = SessionError;
 
-    fn run(self, resolver: &mut Resolver) -> Result<Response, SessionError> {
-        match self.store.read_for_answer(&self.oid, resolver, false)? {
+    fn run(self, worker: &mut ReadWorker) -> Result<Response, SessionError> {
+        match self.store.read_for_answer(&self.oid, &mut worker.resolver, false)? {
             None => Ok(Response::missing(&self.oid)),
             Some(answer) if answer.kind() == Kind::Blob => Ok(Response::blob_answer(&self.oid, answer)),
             Some(answer) => Err(SessionError::NotABlob { oid: self.oid, kind: answer.kind() }),
@@ -66,7 +74,7 @@ impl<'a> Session<'a> {
         if let Some(data) = written_blob(&self.blobs, self.store, &oid)? {
             return Ok(engine.ready(Response::blob(&oid, data), Target::Main)?);
         }
-        Ok(engine.job(CatBlob { store: self.store, oid }, &mut self.resolver, interactive)?)
+        Ok(engine.job(CatBlob { store: self.store, oid }, &mut self.worker, interactive)?)
     }
 
     /// `ls <dataref> <path>` (git's `parse_ls`). While git writes the stream, what cannot be answered from the
@@ -83,7 +91,8 @@ impl<'a> Session<'a> {
         self.count_request();
         let line = request::c_string(raw).to_vec();
         let ls_options = self.ls;
-        match ls::ls(&line, arg, &mut self.objects(), &ls_options) {
+        let trees = Arc::clone(&self.worker.trees);
+        match ls::ls(&line, arg, &mut self.objects(), &trees, &ls_options) {
             Ok(response) => {
                 self.confirm_git()?;
                 Ok(engine.ready(Response::Line(response), Target::Main)?)
