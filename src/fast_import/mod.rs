@@ -35,7 +35,7 @@ pub(crate) use objects::ObjectSource;
 use objects::Objects;
 use options::{ImportMarks, OptionError, Settings};
 pub use outcome::{Exit, Outcome, Stats};
-use reads::{CatBlob, ReadWorker};
+use reads::{ReadJob, ReadWorker};
 use write_through::{Git, GitEnd, GitError, WriteThrough};
 
 /// What makes a stream end with `fatal:` (exit 128), or with usage (exit 129).
@@ -148,9 +148,9 @@ impl<'fd> StreamIo<'fd> {
     }
 }
 
-/// The engine as this front end uses it: `cat-blob` of repository objects is the one job that runs on the
-/// resolver threads; everything else is a ready response.
-type StreamEngine<'e, 's> = Engine<'e, CatBlob<'s>>;
+/// The engine as this front end uses it: `cat-blob` of repository objects and `ls` that the stream's state
+/// cannot change run on the resolver threads; everything else is a ready response.
+type StreamEngine<'e, 's> = Engine<'e, ReadJob<'s>>;
 
 impl From<EngineError<SessionError>> for SessionError {
     fn from(error: EngineError<SessionError>) -> Self {
@@ -197,6 +197,9 @@ struct Session<'a> {
     seen_data_command: bool,
     marks: Marks,
     blobs: StreamBlobs,
+    /// A blob of the stream is not in a pack (so reads see the stream's copy, or only it): `ls` walks that
+    /// could meet one stay on this thread.
+    blobs_written: bool,
     rewrites: HashMap<ObjectId, ObjectId>,
     import_done: bool,
     ls: LsOptions,
@@ -239,6 +242,7 @@ impl<'a> Session<'a> {
             git_args: config.fast_import_args,
             marks: Marks::with_limits(config.mark_limits.clone()),
             blobs: StreamBlobs::new(config.stream_blob_memory, config.stream_blob_limits),
+            blobs_written: false,
             rewrites: HashMap::new(),
             import_done: false,
             ls: config.ls,
@@ -276,7 +280,7 @@ impl<'a> Session<'a> {
             };
             // A batch of jobs gathers consecutive reads only. Anything else may wait for the frontend (a blob's
             // data still being sent) or on git: what is pending goes out first.
-            if !matches!(command, Command::CatBlob(_)) {
+            if !matches!(command, Command::CatBlob(_) | Command::Ls(_)) {
                 engine.hand_off();
             }
             match command {
@@ -288,7 +292,8 @@ impl<'a> Session<'a> {
                 Command::GetMark(mark) => self.get_mark(mark, &raw, engine)?,
                 Command::Ls(arg) => {
                     let arg = arg.to_vec();
-                    self.ls(&raw, &arg, engine)?;
+                    let interactive = !reader.has_buffered_line();
+                    self.ls(&raw, &arg, interactive, engine)?;
                 }
                 Command::Checkpoint => {
                     reader.skip_optional_lf()?;
