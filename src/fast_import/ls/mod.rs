@@ -162,7 +162,6 @@ fn peel_to_tree(
     objects: &mut dyn ObjectSource,
     trees: &TreeCache,
 ) -> Result<Arc<Tree>, LsError> {
-    let hash = objects.object_hash();
     let mut id = start;
     let mut peeled = HashSet::new();
     loop {
@@ -171,29 +170,49 @@ fn peel_to_tree(
             return Err(LsError::ObjectNotFound(id));
         }
         // A stream blob is read as the stream has it; any other id is the same object whatever the stream does.
-        if !objects.written_by_stream(&id)
-            && let Some(tree) = trees.get(&id)
-        {
+        let cached = !objects.written_by_stream(&id);
+        if cached && let Some(tree) = trees.get(&id) {
             return Ok(tree);
         }
-        let object = objects.read(&id)?.ok_or(LsError::ObjectNotFound(id))?;
-        let (offset, invalid): (usize, fn(Vec<u8>) -> LsError) = match object.kind {
-            Kind::Tree => return parsed(id, object.data, hash, trees),
-            Kind::Blob => return Err(LsError::NotATreeish(line.to_vec())),
-            Kind::Commit => (b"tree ".len(), LsError::InvalidSha1InCommit),
-            Kind::Tag => (b"object ".len(), LsError::InvalidSha1InTag),
+        let next = match trees.peeled(&id).filter(|_| cached) {
+            Some(next) => next,
+            None => match peel_once(line, id, objects, trees)? {
+                Peeled::Tree(tree) => return Ok(tree),
+                Peeled::To(next) => next,
+            },
         };
-        let next = object
-            .data
-            .get(offset..offset + hash.len_in_hex())
-            .filter(|hex| hex.iter().all(u8::is_ascii_hexdigit))
-            .and_then(|hex| ObjectId::from_hex(hex).ok())
-            .ok_or_else(|| invalid(line.to_vec()))?;
         if !peeled.insert(id) {
             return Err(LsError::PeelCycle(line.to_vec()));
         }
         id = next;
     }
+}
+
+/// One step of [`peel_to_tree`] that reads the object.
+enum Peeled {
+    Tree(Arc<Tree>),
+    To(ObjectId),
+}
+
+/// Reads `id`: a tree is the end; a commit or tag names the next id (kept in `trees`).
+fn peel_once(line: &[u8], id: ObjectId, objects: &mut dyn ObjectSource, trees: &TreeCache) -> Result<Peeled, LsError> {
+    let hash = objects.object_hash();
+    let object = objects.read(&id)?.ok_or(LsError::ObjectNotFound(id))?;
+    let (offset, invalid): (usize, fn(Vec<u8>) -> LsError) = match object.kind {
+        Kind::Tree => return parsed(id, object.data, hash, trees).map(Peeled::Tree),
+        // A stream blob is read as a blob: only commits and tags of the repository come past here.
+        Kind::Blob => return Err(LsError::NotATreeish(line.to_vec())),
+        Kind::Commit => (b"tree ".len(), LsError::InvalidSha1InCommit),
+        Kind::Tag => (b"object ".len(), LsError::InvalidSha1InTag),
+    };
+    let next = object
+        .data
+        .get(offset..offset + hash.len_in_hex())
+        .filter(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+        .and_then(|hex| ObjectId::from_hex(hex).ok())
+        .ok_or_else(|| invalid(line.to_vec()))?;
+    trees.put_peeled(id, next);
+    Ok(Peeled::To(next))
 }
 
 /// git's `parse_path_eol` for the field `"path"`: a C-quoted path, or else the rest of the line verbatim.

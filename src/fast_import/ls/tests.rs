@@ -566,7 +566,7 @@ fn trees_met_once_are_not_read_again() {
     assert_eq!(fake.reads, vec![commit, root, dir, sub]);
     fake.reads.clear();
     assert_eq!(fake.ok_cached(&format!("ls {commit} dir/y"), &trees), format!("100644 blob {y}\tdir/y\n"));
-    assert_eq!(fake.reads, vec![commit], "the commit is read again, its trees are not");
+    assert!(fake.reads.is_empty(), "neither the commit nor its trees are read again: {:?}", fake.reads);
     fake.reads.clear();
     assert_eq!(fake.ok_cached(&format!("ls {dir} sub/deep"), &trees), format!("100644 blob {deep}\tsub/deep\n"));
     assert!(fake.reads.is_empty(), "a tree named directly is found by id too");
@@ -589,4 +589,40 @@ fn a_stream_blob_is_never_taken_from_the_tree_cache() {
     fake.reads.clear();
     let _ = ls(line.as_bytes(), arg, &mut fake, &trees, &LsOptions::default());
     assert_eq!(fake.reads, vec![root], "read as the stream has it, not from the cache");
+}
+
+#[test]
+fn peeling_steps_are_kept_but_never_for_a_stream_blob() {
+    let Repo { mut fake, file, root, commit, .. } = repo();
+    let tag = fake.tag(commit, "commit");
+    let trees = TreeCache::default();
+    fake.ok_cached(&format!("ls {tag} file"), &trees);
+    assert_eq!(fake.reads, vec![tag, commit, root]);
+    fake.reads.clear();
+    assert_eq!(fake.ok_cached(&format!("ls {tag} file"), &trees), format!("100644 blob {file}\tfile\n"));
+    assert!(fake.reads.is_empty(), "tag and commit peeled from the cache: {:?}", fake.reads);
+    // Were the commit's id a stream blob's, the stream's blob is what git reads.
+    fake.stream.insert(commit);
+    fake.objects.insert(commit, Object { kind: Kind::Blob, data: Data::new(b"blob".to_vec()) });
+    let line = format!("ls {tag} file");
+    let arg = line.strip_prefix("ls ").unwrap().as_bytes();
+    let err = ls(line.as_bytes(), arg, &mut fake, &trees, &LsOptions::default()).unwrap_err();
+    assert_eq!(err.to_string(), format!("not a tree-ish: {line}"));
+}
+
+#[test]
+fn a_peeling_cycle_is_found_through_the_cache_too() {
+    let mut fake = Fake::new(SHA1);
+    let a = ObjectId::from_hex(b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").unwrap();
+    let b = ObjectId::from_hex(b"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb").unwrap();
+    let tag = |target: ObjectId| Object { kind: Kind::Tag, data: Data::new(format!("object {target}\n").into_bytes()) };
+    fake.objects.insert(a, tag(b));
+    fake.objects.insert(b, tag(a));
+    let trees = TreeCache::default();
+    let line = format!("ls {a} x");
+    let arg = line.strip_prefix("ls ").unwrap().as_bytes();
+    for _ in 0..2 {
+        let err = ls(line.as_bytes(), arg, &mut fake, &trees, &LsOptions::default()).unwrap_err();
+        assert!(matches!(err, LsError::PeelCycle(_)), "{err}");
+    }
 }

@@ -3,7 +3,10 @@
 //!
 //! Random `ls` requests over a few dozen commits read the same few root trees and big subtrees (`t/`,
 //! `Documentation/`) again and again; inflating and delta-resolving one costs far more than the lookup that
-//! follows. Trees are keyed by id, so a cached tree is right whatever the stream does later.
+//! follows. Once the trees are kept, inflating the commit (or tag) named by each request is most of what is
+//! left, so the step each one peels to is kept too. Everything is keyed by object id, so what is kept is right
+//! whatever the stream does later.
+use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lru::LruCache;
@@ -13,6 +16,9 @@ use crate::store::{Data, ObjectId, oid};
 /// The bytes of parsed trees one stream keeps at most. git.git's largest tree (`t/`) is about 60 KiB, so this
 /// holds every tree of a few dozen commits' paths; the daemon pays it only for streams that send `ls`.
 pub(crate) const TREE_CACHE_BYTES: usize = 16 << 20;
+
+/// Peeling steps (commit or tag to the id it names) kept at most: about 100 bytes each.
+const PEEL_STEPS: NonZeroUsize = NonZeroUsize::new(16 << 10).expect("not zero");
 
 /// A tree object known to parse (git's `load_tree` parses a tree in full, so one bad entry anywhere fails it),
 /// with where each entry is, so that a lookup compares names without parsing again.
@@ -73,10 +79,12 @@ impl Tree {
     }
 }
 
-/// Parsed trees by id, least recently used dropped first once past a byte cap. One per stream, shared by its
-/// threads: behind a mutex held only to look up or insert, never while a tree is read or parsed.
+/// Parsed trees by id, least recently used dropped first once past a byte cap, and the peeling steps of
+/// commits and tags. One per stream, shared by its threads: behind a mutex held only to look up or insert,
+/// never while an object is read or parsed.
 pub(crate) struct TreeCache {
     lru: Mutex<Lru>,
+    steps: Mutex<LruCache<ObjectId, ObjectId>>,
 }
 
 struct Lru {
@@ -90,7 +98,23 @@ struct Lru {
 impl TreeCache {
     pub(crate) fn new(capacity: usize) -> TreeCache {
         let lru = Lru { trees: LruCache::unbounded(), bytes: 0, capacity, hits: 0, misses: 0 };
-        TreeCache { lru: Mutex::new(lru) }
+        TreeCache { lru: Mutex::new(lru), steps: Mutex::new(LruCache::new(PEEL_STEPS)) }
+    }
+
+    fn steps(&self) -> MutexGuard<'_, LruCache<ObjectId, ObjectId>> {
+        self.steps.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The id the commit or tag `id` names (its `tree` or `object` line), if a walk peeled it before.
+    pub(super) fn peeled(&self, id: &oid) -> Option<ObjectId> {
+        self.steps().get(id).copied()
+    }
+
+    /// Keeps the id a commit or tag names, unless the cache keeps nothing at all.
+    pub(super) fn put_peeled(&self, id: ObjectId, next: ObjectId) {
+        if self.lock().capacity > 0 {
+            self.steps().put(id, next);
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Lru> {
