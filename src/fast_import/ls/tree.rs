@@ -6,7 +6,6 @@
 //! follows. Once the trees are kept, inflating the commit (or tag) named by each request is most of what is
 //! left, so the step each one peels to is kept too. Everything is keyed by object id, so what is kept is right
 //! whatever the stream does later.
-use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lru::LruCache;
@@ -18,7 +17,7 @@ use crate::store::{Data, ObjectId, oid};
 pub(crate) const TREE_CACHE_BYTES: usize = 16 << 20;
 
 /// Peeling steps (commit or tag to the id it names) kept at most: about 100 bytes each.
-const PEEL_STEPS: NonZeroUsize = NonZeroUsize::new(16 << 10).expect("not zero");
+const PEEL_STEPS: usize = 16 << 10;
 
 /// A tree object known to parse (git's `load_tree` parses a tree in full, so one bad entry anywhere fails it),
 /// with where each entry is, so that a lookup compares names without parsing again.
@@ -98,7 +97,9 @@ struct Lru {
 impl TreeCache {
     pub(crate) fn new(capacity: usize) -> TreeCache {
         let lru = Lru { trees: LruCache::unbounded(), bytes: 0, capacity, hits: 0, misses: 0 };
-        TreeCache { lru: Mutex::new(lru), steps: Mutex::new(LruCache::new(PEEL_STEPS)) }
+        // Unbounded (capped by hand in `put_peeled`): `LruCache::new` would allocate room for every step at once,
+        // in every stream, `ls` or not.
+        TreeCache { lru: Mutex::new(lru), steps: Mutex::new(LruCache::unbounded()) }
     }
 
     fn steps(&self) -> MutexGuard<'_, LruCache<ObjectId, ObjectId>> {
@@ -112,8 +113,13 @@ impl TreeCache {
 
     /// Keeps the id a commit or tag names, unless the cache keeps nothing at all.
     pub(super) fn put_peeled(&self, id: ObjectId, next: ObjectId) {
-        if self.lock().capacity > 0 {
-            self.steps().put(id, next);
+        if self.lock().capacity == 0 {
+            return;
+        }
+        let mut steps = self.steps();
+        steps.put(id, next);
+        if steps.len() > PEEL_STEPS {
+            steps.pop_lru();
         }
     }
 
@@ -303,6 +309,22 @@ pub(super) mod tests {
         cache.put(Arc::clone(&c));
         cache.put(Arc::clone(&a));
         assert!(cache.get(&a.id).is_some() && cache.get(&c.id).is_some());
+    }
+
+    #[test]
+    fn peeling_steps_are_capped_by_count() {
+        let cache = TreeCache::new(1 << 20);
+        let id = |n: usize| ObjectId::from_bytes_or_panic(&[&(n as u64).to_be_bytes()[..], &[0; 12]].concat());
+        for n in 0..=PEEL_STEPS {
+            cache.put_peeled(id(n), id(n + 1));
+        }
+        assert_eq!(cache.peeled(&id(0)), None, "the oldest step went first");
+        assert_eq!(cache.peeled(&id(1)), Some(id(2)));
+        assert_eq!(cache.peeled(&id(PEEL_STEPS)), Some(id(PEEL_STEPS + 1)));
+        assert_eq!(cache.steps().len(), PEEL_STEPS);
+        let nothing = TreeCache::new(0);
+        nothing.put_peeled(id(0), id(1));
+        assert_eq!(nothing.peeled(&id(0)), None, "a cache that keeps nothing keeps no steps either");
     }
 
     #[test]
