@@ -11,7 +11,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::util::case::{Case, Source};
+use crate::util::case::{Case, Source, StderrMatch};
 use crate::util::{Output, build_with_script, escape, git};
 
 const NULL: &str = "0000000000000000000000000000000000000000";
@@ -519,4 +519,34 @@ fn a_failing_ls_ends_the_stream_after_the_answers_before_it() {
     let git = compare("failing ls after 300", Repo::Sha1, &[], &stream);
     assert_eq!(git.status.code(), Some(128), "git must die: {}", git.describe());
     assert_eq!(git.fd3.iter().filter(|&&b| b == b'\n').count(), 300, "the answers before the failure");
+}
+
+/// An `ls` that fails on a resolver thread while the next command, a commit, has already started git for
+/// write-through: the stream ends as git alone ends it at that `ls` (its answers before, its status, its
+/// stderr with the crash report line, its marks file, no ref). The failing `ls` is the 37th request: still
+/// pending (not handed to a thread) when the commit arrives, whatever the thread and inline settings, so git
+/// always starts first here.
+#[test]
+fn a_failing_ls_before_a_commit_ends_the_stream_as_git_does() {
+    let f = fixture();
+    let mut stream = Vec::new();
+    for path in TREE_PATHS {
+        stream.extend_from_slice(format!("ls {} ", f.id("commit")).as_bytes());
+        stream.extend_from_slice(path);
+        stream.push(b'\n');
+    }
+    let (odd, hello) = (f.id("odd"), f.id("hello"));
+    let tail = format!(
+        "ls {odd} tomissing/x\ncommit refs/heads/side\nmark :1\ncommitter {IDENT}\ndata 2\nc\nM 100644 {hello} f\n\n"
+    );
+    stream.extend_from_slice(tail.as_bytes());
+    let objects = vec![fixture().git_dir(Repo::Sha1).join("objects")];
+    let git = Case::new("failing ls, then a commit", Source::Extra { objects, sha256: false })
+        .raw_stream(stream)
+        .args(&["--export-marks=marks.out"])
+        .compare("marks.out")
+        .compare("refs/heads/side")
+        .whole_stderr(StderrMatch::AnyCase)
+        .differential();
+    assert_eq!(git.status.code(), Some(128), "git must die: {}", git.describe());
 }
