@@ -11,12 +11,13 @@ use std::fs;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::util::case::{Case, Source};
+use crate::util::case::{Case, Source, StderrMatch};
 use crate::util::{Output, build_with_script, escape, git};
 
 const NULL: &str = "0000000000000000000000000000000000000000";
 const MISSING: &str = "1234567890123456789012345678901234567890";
 const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+const IDENT: &str = "C O Mitter <c@example.com> 1700000000 +0000";
 const MAKE_LS_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-ls-fixture.sh");
 
 /// The repositories of these tests: where they are, and the ids the script recorded.
@@ -427,8 +428,8 @@ fn marks_of_stream_blobs_are_not_tree_ish() {
 
 /// git reports a directory entry naming a blob *written by this stream* as `not a tree: <id>` (it checks the type
 /// of objects in its in-progress pack before reading them), and one naming a blob of the repository as
-/// `can't load tree <id>`. `ObjectSource` does not say where a blob comes from, so cat-blobd always says the
-/// latter.
+/// `can't load tree <id>`. Such an `ls` stays on the front end's thread, which knows the stream's blobs: on a
+/// resolver thread it would say the latter.
 #[test]
 fn subtree_that_is_a_stream_blob_matches_git() {
     let f = fixture();
@@ -453,4 +454,99 @@ fn sha256_repository_matches_git() {
     ] {
         compare_error(Repo::Sha256, line.as_bytes());
     }
+}
+
+/// `ls` on objects that existed before the stream runs on the resolver threads (with the engine settings CI
+/// varies: one thread or four, inline first requests or none); everything else stays on the front end's thread.
+/// One long stream mixes them: `ls` of commits, tags, trees and imported marks among `cat-blob`, `get-mark` and
+/// `progress`; then a blob only the stream has (from then on `ls` stays on the front end); then a commit written
+/// through git, `ls` of it (git's to answer) and of the commits before it. Every answer must come in order.
+#[test]
+fn ls_keeps_stream_order_among_other_reads() {
+    let f = fixture();
+    let (commit, hello) = (f.id("commit"), f.id("hello"));
+    let datarefs = [commit, f.id("tree"), f.id("tag"), f.id("nested_tag"), f.id("commit_to_commit"), ":1", ":2"];
+    let mut stream = Vec::new();
+    let round = |stream: &mut Vec<u8>, i: usize| {
+        for (j, path) in TREE_PATHS.iter().enumerate().filter(|(j, _)| (j + i).is_multiple_of(3)) {
+            stream.extend_from_slice(format!("ls {} ", datarefs[(i + j) % datarefs.len()]).as_bytes());
+            stream.extend_from_slice(path);
+            stream.push(b'\n');
+        }
+        stream.extend_from_slice(format!("cat-blob {hello}\nget-mark :{}\nprogress round {i}\n", 1 + i % 2).as_bytes());
+    };
+    for i in 0..30 {
+        round(&mut stream, i);
+    }
+    stream.extend_from_slice(b"blob\nmark :3\ndata 6\nhello\nblob\nmark :4\ndata 10\nonly here\n\n");
+    for i in 30..40 {
+        round(&mut stream, i);
+    }
+    stream.extend_from_slice(
+        format!(
+            "commit refs/heads/side\nmark :5\ncommitter {IDENT}\ndata 2\nc\nfrom {commit}\nM 100644 :4 new.txt\n\n\
+             ls :5 new.txt\nls {commit} new.txt\nls :5 dir/sub/z\nget-mark :5\ncat-blob :4\n"
+        )
+        .as_bytes(),
+    );
+    for i in 40..50 {
+        round(&mut stream, i);
+    }
+    let marks = format!(":1 {commit}\n:2 {}\n", f.id("tree"));
+    let objects = vec![fixture().git_dir(Repo::Sha1).join("objects")];
+    let git = Case::new("ls among reads", Source::Extra { objects, sha256: false })
+        .raw_stream(stream)
+        .raw_file("marks.in", marks.into_bytes())
+        .args(&["--import-marks=marks.in"])
+        .differential();
+    assert!(git.status.success(), "git failed: {}", git.describe());
+}
+
+/// The first `ls` that fails (here on a resolver thread) ends the stream after every answer before it, and none
+/// after it, as with git.
+#[test]
+fn a_failing_ls_ends_the_stream_after_the_answers_before_it() {
+    let f = fixture();
+    let mut stream = Vec::new();
+    for i in 0..300 {
+        let path = TREE_PATHS[i % TREE_PATHS.len()];
+        stream.extend_from_slice(format!("ls {} ", f.id("commit")).as_bytes());
+        stream.extend_from_slice(path);
+        stream.push(b'\n');
+    }
+    let tail = format!("ls {} toblob/x\nls {} hello.txt\ncat-blob {}\n", f.id("odd"), f.id("commit"), f.id("hello"));
+    stream.extend_from_slice(tail.as_bytes());
+    let git = compare("failing ls after 300", Repo::Sha1, &[], &stream);
+    assert_eq!(git.status.code(), Some(128), "git must die: {}", git.describe());
+    assert_eq!(git.fd3.iter().filter(|&&b| b == b'\n').count(), 300, "the answers before the failure");
+}
+
+/// An `ls` that fails on a resolver thread while the next command, a commit, has already started git for
+/// write-through: the stream ends as git alone ends it at that `ls` (its answers before, its status, its
+/// stderr with the crash report line, its marks file, no ref). The failing `ls` is the 37th request: still
+/// pending (not handed to a thread) when the commit arrives, whatever the thread and inline settings, so git
+/// always starts first here.
+#[test]
+fn a_failing_ls_before_a_commit_ends_the_stream_as_git_does() {
+    let f = fixture();
+    let mut stream = Vec::new();
+    for path in TREE_PATHS {
+        stream.extend_from_slice(format!("ls {} ", f.id("commit")).as_bytes());
+        stream.extend_from_slice(path);
+        stream.push(b'\n');
+    }
+    let (odd, hello) = (f.id("odd"), f.id("hello"));
+    let tail = format!(
+        "ls {odd} tomissing/x\ncommit refs/heads/side\nmark :1\ncommitter {IDENT}\ndata 2\nc\nM 100644 {hello} f\n\n"
+    );
+    stream.extend_from_slice(tail.as_bytes());
+    let objects = vec![fixture().git_dir(Repo::Sha1).join("objects")];
+    let git = Case::new("failing ls, then a commit", Source::Extra { objects, sha256: false })
+        .raw_stream(stream)
+        .args(&["--export-marks=marks.out"])
+        .compare("marks.out")
+        .compare("refs/heads/side")
+        .whole_stderr(StderrMatch::AnyCase)
+        .differential();
+    assert_eq!(git.status.code(), Some(128), "git must die: {}", git.describe());
 }

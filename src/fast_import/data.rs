@@ -37,6 +37,8 @@ impl<'a> Session<'a> {
             self.forward(&line)?;
         }
         let id = self.data(reader, true)?.expect("kept");
+        // Checked once: a blob that reaches a pack later (git's, at a checkpoint) only keeps `ls` here longer.
+        self.blobs_written |= !self.store.in_pack(&id);
         if mark != 0 && self.settings.export_marks.is_some() {
             // A response still in flight may yet fail, and git's die handler exports the marks as they were
             // then: define this mark only once everything before it has been written.

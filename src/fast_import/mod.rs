@@ -35,7 +35,7 @@ pub(crate) use objects::ObjectSource;
 use objects::Objects;
 use options::{ImportMarks, OptionError, Settings};
 pub use outcome::{Exit, Outcome, Stats};
-use reads::CatBlob;
+use reads::{ReadJob, ReadWorker};
 use write_through::{Git, GitEnd, GitError, WriteThrough};
 
 /// What makes a stream end with `fatal:` (exit 128), or with usage (exit 129).
@@ -148,9 +148,9 @@ impl<'fd> StreamIo<'fd> {
     }
 }
 
-/// The engine as this front end uses it: `cat-blob` of repository objects is the one job that runs on the
-/// resolver threads; everything else is a ready response.
-type StreamEngine<'e, 's> = Engine<'e, CatBlob<'s>>;
+/// The engine as this front end uses it: `cat-blob` of repository objects and `ls` that the stream's state
+/// cannot change run on the resolver threads; everything else is a ready response.
+type StreamEngine<'e, 's> = Engine<'e, ReadJob<'s>>;
 
 impl From<EngineError<SessionError>> for SessionError {
     fn from(error: EngineError<SessionError>) -> Self {
@@ -169,9 +169,11 @@ pub fn run<R: Read>(input: R, io: StreamIo<'_>, store: &Store, config: SessionCo
     let cache = config.cache.clone();
     let (engine_config, live) = (config.engine, config.live.clone());
     let mut session = Session::new(io, store, cache.clone(), config);
+    let trees = Arc::clone(&session.worker.trees);
     let (result, written) = std::thread::scope(|scope| {
         let output = Output::new(session.io.stdout).count_bytes_into(live);
-        let mut engine = Engine::new(scope, output, engine_config, || Resolver::sharing(cache.clone()));
+        let new_worker = || ReadWorker { resolver: Resolver::sharing(cache.clone()), trees: Arc::clone(&trees) };
+        let mut engine = Engine::new(scope, output, engine_config, new_worker);
         let result = session.commands(&mut reader, &mut engine);
         let (written, stats) = engine.finish();
         // A response that failed before the front end's own error wins: git would have died there first.
@@ -186,7 +188,8 @@ pub fn run<R: Read>(input: R, io: StreamIo<'_>, store: &Store, config: SessionCo
 struct Session<'a> {
     io: StreamIo<'a>,
     store: &'a Store,
-    resolver: Resolver,
+    /// What the front end reads with itself (requests it answers, and jobs run on its own thread).
+    worker: ReadWorker,
     settings: Settings,
     args: Vec<Vec<u8>>,
     /// git's `seen_data_command`: set when the first line that is not `feature`/`option` arrives, at which
@@ -194,6 +197,9 @@ struct Session<'a> {
     seen_data_command: bool,
     marks: Marks,
     blobs: StreamBlobs,
+    /// A blob of the stream is not in a pack (so reads see the stream's copy, or only it): `ls` walks that
+    /// could meet one stay on this thread.
+    blobs_written: bool,
     rewrites: HashMap<ObjectId, ObjectId>,
     import_done: bool,
     ls: LsOptions,
@@ -228,7 +234,7 @@ impl<'a> Session<'a> {
         Session {
             io,
             store,
-            resolver: Resolver::sharing(cache),
+            worker: ReadWorker { resolver: Resolver::sharing(cache), trees: Arc::new(ls::TreeCache::default()) },
             settings,
             args: config.fast_import_args.clone(),
             seen_data_command: false,
@@ -236,6 +242,7 @@ impl<'a> Session<'a> {
             git_args: config.fast_import_args,
             marks: Marks::with_limits(config.mark_limits.clone()),
             blobs: StreamBlobs::new(config.stream_blob_memory, config.stream_blob_limits),
+            blobs_written: false,
             rewrites: HashMap::new(),
             import_done: false,
             ls: config.ls,
@@ -273,7 +280,7 @@ impl<'a> Session<'a> {
             };
             // A batch of jobs gathers consecutive reads only. Anything else may wait for the frontend (a blob's
             // data still being sent) or on git: what is pending goes out first.
-            if !matches!(command, Command::CatBlob(_)) {
+            if !matches!(command, Command::CatBlob(_) | Command::Ls(_)) {
                 engine.hand_off();
             }
             match command {
@@ -285,7 +292,8 @@ impl<'a> Session<'a> {
                 Command::GetMark(mark) => self.get_mark(mark, &raw, engine)?,
                 Command::Ls(arg) => {
                     let arg = arg.to_vec();
-                    self.ls(&raw, &arg, engine)?;
+                    let interactive = !reader.has_buffered_line();
+                    self.ls(&raw, &arg, interactive, engine)?;
                 }
                 Command::Checkpoint => {
                     reader.skip_optional_lf()?;
@@ -437,7 +445,7 @@ impl<'a> Session<'a> {
     fn objects(&mut self) -> Objects<'_> {
         Objects {
             store: self.store,
-            resolver: &mut self.resolver,
+            resolver: &mut self.worker.resolver,
             blobs: &self.blobs,
             marks: &self.marks,
             rewrites: &self.rewrites,
@@ -520,7 +528,8 @@ impl<'a> Session<'a> {
     }
 
     fn stats(&self) -> Stats {
-        let (cache_hits, cache_misses) = self.resolver.cache().hit_counts();
-        Stats { inflated_bytes: self.resolver.cache().inflated_bytes(), cache_hits, cache_misses, ..self.stats.clone() }
+        let cache = self.worker.resolver.cache();
+        let (cache_hits, cache_misses) = cache.hit_counts();
+        Stats { inflated_bytes: cache.inflated_bytes(), cache_hits, cache_misses, ..self.stats.clone() }
     }
 }

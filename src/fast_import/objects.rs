@@ -79,3 +79,25 @@ pub(super) fn written_blob(blobs: &StreamBlobs, store: &Store, id: &oid) -> Resu
     }
     blobs.get(&id)
 }
+
+/// The repository alone, for reads that the stream's state cannot change (an `ls` on a resolver thread): the
+/// front end sends one there only when no blob of the stream could be met on the way and the tree-ish is
+/// already resolved.
+pub(super) struct StoreObjects<'s> {
+    pub(super) store: &'s Store,
+    pub(super) resolver: &'s mut Resolver,
+}
+
+impl ObjectSource for StoreObjects<'_> {
+    fn object_hash(&self) -> gix_hash::Kind {
+        self.store.object_hash()
+    }
+
+    fn mark(&self, _mark: u64) -> Option<ObjectId> {
+        None
+    }
+
+    fn read(&mut self, id: &oid) -> Result<Option<Object>, ReadError> {
+        self.store.read(id, self.resolver)
+    }
+}

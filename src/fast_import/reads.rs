@@ -2,11 +2,12 @@
 //! stream's own blobs and marks, in order with everything else, or (for what git built in this stream) relayed
 //! to git while write-through runs.
 use std::io::Read;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::dataref::Dataref;
-use super::ls::{self, LsError};
-use super::objects::written_blob;
+use super::ls::{self, LsError, LsOptions, TreeCache};
+use super::objects::{StoreObjects, written_blob};
 use super::write_through::Reply;
 use super::{Session, SessionError, StreamEngine, command as request};
 use crate::engine::{Job, Target};
@@ -14,21 +15,64 @@ use crate::line_reader::LineReader;
 use crate::response::encode::Response;
 use crate::store::{Kind, ObjectId, Resolver, Store};
 
+/// The reads that run on the resolver threads: their answers depend on the repository alone.
+pub(crate) enum ReadJob<'s> {
+    CatBlob(CatBlob<'s>),
+    Ls(Ls<'s>),
+}
+
+/// What each resolver thread (and the front end, for what it runs itself) reads with.
+pub(crate) struct ReadWorker {
+    pub(super) resolver: Resolver,
+    /// Shared by every worker of the stream: random `ls` requests meet the same trees on any thread.
+    pub(super) trees: Arc<TreeCache>,
+}
+
+impl Job for ReadJob<'_> {
+    type Worker = ReadWorker;
+    type Error = SessionError;
+
+    fn run(self, worker: &mut ReadWorker) -> Result<Response, SessionError> {
+        match self {
+            ReadJob::CatBlob(job) => job.run(&mut worker.resolver),
+            ReadJob::Ls(job) => job.run(worker),
+        }
+    }
+}
+
 /// `cat-blob` of an object in the repository (git's `cat_blob`): the blob, `missing`, or fatal for another type.
 pub(crate) struct CatBlob<'s> {
     pub(super) store: &'s Store,
     pub(super) oid: ObjectId,
 }
 
-impl Job for CatBlob<'_> {
-    type Worker = Resolver;
-    type Error = SessionError;
-
+impl CatBlob<'_> {
     fn run(self, resolver: &mut Resolver) -> Result<Response, SessionError> {
         match self.store.read_for_answer(&self.oid, resolver, false)? {
             None => Ok(Response::missing(&self.oid)),
             Some(answer) if answer.kind() == Kind::Blob => Ok(Response::blob_answer(&self.oid, answer)),
             Some(answer) => Err(SessionError::NotABlob { oid: self.oid, kind: answer.kind() }),
+        }
+    }
+}
+
+/// `ls` of a tree-ish already resolved to `start`, in a stream whose own objects cannot be met on the way.
+pub(crate) struct Ls<'s> {
+    store: &'s Store,
+    /// The command line, for messages.
+    line: Vec<u8>,
+    start: ObjectId,
+    path_field: Vec<u8>,
+    options: LsOptions,
+}
+
+impl Ls<'_> {
+    fn run(self, worker: &mut ReadWorker) -> Result<Response, SessionError> {
+        let mut objects = StoreObjects { store: self.store, resolver: &mut worker.resolver };
+        match ls::answer(&self.line, self.start, &self.path_field, &mut objects, &worker.trees, &self.options) {
+            Ok(line) => Ok(Response::Line(line)),
+            Err(LsError::Read(err)) => Err(err.into()),
+            Err(err) => Err(err.into()),
         }
     }
 }
@@ -66,15 +110,18 @@ impl<'a> Session<'a> {
         if let Some(data) = written_blob(&self.blobs, self.store, &oid)? {
             return Ok(engine.ready(Response::blob(&oid, data), Target::Main)?);
         }
-        Ok(engine.job(CatBlob { store: self.store, oid }, &mut self.resolver, interactive)?)
+        Ok(engine.job(ReadJob::CatBlob(CatBlob { store: self.store, oid }), &mut self.worker, interactive)?)
     }
 
     /// `ls <dataref> <path>` (git's `parse_ls`). While git writes the stream, what cannot be answered from the
     /// repository and the stream's blobs (a tree git built, a commit mark) is git's to answer, or to die on.
+    /// Otherwise, once the tree-ish is resolved here, the walk depends on the repository alone (unless a blob
+    /// of the stream could be met on the way) and runs on the resolver threads.
     pub(super) fn ls<'e>(
         &mut self,
         raw: &[u8],
         arg: &[u8],
+        interactive: bool,
         engine: &mut StreamEngine<'e, 'a>,
     ) -> Result<(), SessionError>
     where
@@ -83,7 +130,14 @@ impl<'a> Session<'a> {
         self.count_request();
         let line = request::c_string(raw).to_vec();
         let ls_options = self.ls;
-        match ls::ls(&line, arg, &mut self.objects(), &ls_options) {
+        if !self.writing() && !self.blobs_written {
+            let (start, path_field) = ls::parse(&line, arg, &self.objects())?;
+            let path_field = path_field.to_vec();
+            let job = Ls { store: self.store, line, start, path_field, options: ls_options };
+            return Ok(engine.job(ReadJob::Ls(job), &mut self.worker, interactive)?);
+        }
+        let trees = Arc::clone(&self.worker.trees);
+        match ls::ls(&line, arg, &mut self.objects(), &trees, &ls_options) {
             Ok(response) => {
                 self.confirm_git()?;
                 Ok(engine.ready(Response::Line(response), Target::Main)?)

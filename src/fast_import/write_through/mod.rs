@@ -175,7 +175,7 @@ impl<'a> Session<'a> {
             Ok(Command::Ls(arg)) if arg.first() == Some(&b'"') => self.relay(line, Reply::Line, engine),
             Ok(Command::Ls(arg)) => {
                 let arg = arg.to_vec();
-                self.ls(line, &arg, engine)
+                self.ls(line, &arg, false, engine)
             }
             _ => self.refused(line),
         }

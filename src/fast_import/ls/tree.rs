@@ -1,0 +1,366 @@
+//! Tree objects as git's `load_tree` reads them for `ls`, and the cache of parsed trees that the walks of one
+//! stream share (on the front end's thread and on every resolver thread).
+//!
+//! Random `ls` requests over a few dozen commits read the same few root trees and big subtrees (`t/`,
+//! `Documentation/`) again and again; inflating and delta-resolving one costs far more than the lookup that
+//! follows. Once the trees are kept, inflating the commit (or tag) named by each request is most of what is
+//! left, so the step each one peels to is kept too. Everything is keyed by object id, so what is kept is right
+//! whatever the stream does later.
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use lru::LruCache;
+
+use crate::store::{Data, ObjectId, oid};
+
+/// The bytes of parsed trees one stream keeps at most. git.git's largest tree (`t/`) is about 60 KiB, so this
+/// holds every tree of a few dozen commits' paths; the daemon pays it only for streams that send `ls`.
+pub(crate) const TREE_CACHE_BYTES: usize = 16 << 20;
+
+/// Peeling steps (commit or tag to the id it names) kept at most: about 100 bytes each.
+const PEEL_STEPS: usize = 16 << 10;
+
+/// A tree object known to parse (git's `load_tree` parses a tree in full, so one bad entry anywhere fails it),
+/// with where each entry is, so that a lookup compares names without parsing again.
+pub(super) struct Tree {
+    pub(super) id: ObjectId,
+    data: Data,
+    entries: Vec<At>,
+    hash_len: usize,
+}
+
+/// Where one entry of [`Tree::data`] is.
+#[derive(Debug, Clone, Copy)]
+struct At {
+    mode: u16,
+    /// The name's first byte; the id follows the name's NUL.
+    name: usize,
+    name_len: usize,
+}
+
+/// A tree whose bytes git cannot parse (`corrupt mode in <tree>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Corrupt;
+
+impl Tree {
+    /// Parses every entry of `data`.
+    pub(super) fn parse(id: ObjectId, data: Data, hash: gix_hash::Kind) -> Result<Tree, Corrupt> {
+        let mut entries = Vec::new();
+        for entry in Entries::new(&data, hash) {
+            let entry = entry?;
+            let name = entry.name.as_ptr() as usize - data.as_ptr() as usize;
+            entries.push(At { mode: entry.mode, name, name_len: entry.name.len() });
+        }
+        Ok(Tree { id, data, entries, hash_len: hash.len_in_bytes() })
+    }
+
+    /// The tree git's `load_tree` makes of the null id: empty.
+    pub(super) fn null(id: ObjectId) -> Tree {
+        Tree { id, data: Data::default(), entries: Vec::new(), hash_len: 0 }
+    }
+
+    /// The first entry (in stored order) named `name`, as its raw mode and id: git compares with `fspathncmp`,
+    /// which is `strncasecmp` (ASCII only) when `core.ignoreCase` is set, and only names of the same length.
+    pub(super) fn find(&self, name: &[u8], ignore_case: bool) -> Option<(u16, &oid)> {
+        self.entries.iter().find_map(|at| {
+            if at.name_len != name.len() {
+                return None;
+            }
+            let stored = &self.data[at.name..at.name + at.name_len];
+            let same = if ignore_case { stored.eq_ignore_ascii_case(name) } else { stored == name };
+            let id_at = at.name + at.name_len + 1;
+            same.then(|| (at.mode, oid::from_bytes_unchecked(&self.data[id_at..id_at + self.hash_len])))
+        })
+    }
+
+    /// What the cache counts this tree as.
+    fn bytes(&self) -> usize {
+        self.data.len() + self.entries.len() * std::mem::size_of::<At>() + std::mem::size_of::<Tree>()
+    }
+}
+
+/// Parsed trees by id, least recently used dropped first once past a byte cap, and the peeling steps of
+/// commits and tags. One per stream, shared by its threads: behind a mutex held only to look up or insert,
+/// never while an object is read or parsed.
+pub(crate) struct TreeCache {
+    lru: Mutex<Lru>,
+    steps: Mutex<LruCache<ObjectId, ObjectId>>,
+}
+
+struct Lru {
+    trees: LruCache<ObjectId, Arc<Tree>>,
+    bytes: usize,
+    capacity: usize,
+    hits: u64,
+    misses: u64,
+}
+
+impl TreeCache {
+    pub(crate) fn new(capacity: usize) -> TreeCache {
+        let lru = Lru { trees: LruCache::unbounded(), bytes: 0, capacity, hits: 0, misses: 0 };
+        // Unbounded (capped by hand in `put_peeled`): `LruCache::new` would allocate room for every step at once,
+        // in every stream, `ls` or not.
+        TreeCache { lru: Mutex::new(lru), steps: Mutex::new(LruCache::unbounded()) }
+    }
+
+    fn steps(&self) -> MutexGuard<'_, LruCache<ObjectId, ObjectId>> {
+        self.steps.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The id the commit or tag `id` names (its `tree` or `object` line), if a walk peeled it before.
+    pub(super) fn peeled(&self, id: &oid) -> Option<ObjectId> {
+        self.steps().get(id).copied()
+    }
+
+    /// Keeps the id a commit or tag names, unless the cache keeps nothing at all.
+    pub(super) fn put_peeled(&self, id: ObjectId, next: ObjectId) {
+        if self.lock().capacity == 0 {
+            return;
+        }
+        let mut steps = self.steps();
+        steps.put(id, next);
+        if steps.len() > PEEL_STEPS {
+            steps.pop_lru();
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Lru> {
+        self.lru.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(super) fn get(&self, id: &oid) -> Option<Arc<Tree>> {
+        let mut lru = self.lock();
+        let found = lru.trees.get(id).cloned();
+        match found {
+            Some(_) => lru.hits += 1,
+            None => lru.misses += 1,
+        }
+        found
+    }
+
+    /// Keeps `tree` unless it alone is larger than the whole cache, dropping the least recently used trees to
+    /// stay within the cap.
+    pub(super) fn put(&self, tree: Arc<Tree>) {
+        let bytes = tree.bytes();
+        let mut lru = self.lock();
+        if bytes > lru.capacity {
+            return;
+        }
+        if let Some(old) = lru.trees.put(tree.id, tree) {
+            lru.bytes -= old.bytes();
+        }
+        lru.bytes += bytes;
+        while lru.bytes > lru.capacity {
+            match lru.trees.pop_lru() {
+                Some((_, dropped)) => lru.bytes -= dropped.bytes(),
+                None => break,
+            }
+        }
+    }
+
+    /// (hits, misses) since creation.
+    #[cfg(test)]
+    pub(super) fn hit_counts(&self) -> (u64, u64) {
+        let lru = self.lock();
+        (lru.hits, lru.misses)
+    }
+}
+
+impl Default for TreeCache {
+    fn default() -> Self {
+        TreeCache::new(TREE_CACHE_BYTES)
+    }
+}
+
+/// One tree entry as git's `load_tree` reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry<'a> {
+    /// The mode digits as written, in 16 bits: not canonicalised (`644`, `100664`, `40755` stay as they are).
+    mode: u16,
+    name: &'a [u8],
+    id: &'a oid,
+}
+
+/// The entries of a tree object, parsed like git's `load_tree` with `parse_mode` (object.h).
+///
+/// Hand-rolled rather than `gix_object::TreeRefIter` because gix-object reads modes differently from git, and the
+/// mode is what `ls` prints: gix takes an empty mode as 0 (git: corrupt), refuses more than 7 digits (git reads
+/// any number, keeping the low 16 bits: `00000100644` is `100644`), and reports `140000` as `040000` (git prints
+/// `140000 blob`). See `gix_object_reads_modes_differently` below.
+///
+/// An entry is `<octal digits> SP <name> NUL <raw id>`. git does not bounds-check a truncated entry (it reads
+/// past the buffer and, in practice, dies with `Corrupt mode`); here any malformed entry is [`Corrupt`].
+struct Entries<'a> {
+    data: &'a [u8],
+    hash_len: usize,
+}
+
+impl<'a> Entries<'a> {
+    fn new(data: &'a [u8], hash: gix_hash::Kind) -> Entries<'a> {
+        Entries { data, hash_len: hash.len_in_bytes() }
+    }
+
+    fn parse(&self) -> Option<(Entry<'a>, &'a [u8])> {
+        let data = self.data;
+        let space = memchr::memchr(b' ', data)?;
+        let digits = &data[..space];
+        if digits.is_empty() || !digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
+            return None;
+        }
+        // `<<` drops the bits shifted out, like git's assignment to a `uint16_t`.
+        let mode = digits.iter().fold(0u16, |mode, d| (mode << 3) | u16::from(d - b'0'));
+        let rest = &data[space + 1..];
+        let nul = memchr::memchr(0, rest)?;
+        let (name, rest) = (&rest[..nul], &rest[nul + 1..]);
+        if rest.len() < self.hash_len {
+            return None;
+        }
+        let (raw, rest) = rest.split_at(self.hash_len);
+        let id = oid::try_from_bytes(raw).ok()?;
+        Some((Entry { mode, name, id }, rest))
+    }
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Result<Entry<'a>, Corrupt>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.data.is_empty() {
+            return None;
+        }
+        match self.parse() {
+            Some((entry, rest)) => {
+                self.data = rest;
+                Some(Ok(entry))
+            }
+            None => {
+                self.data = &[];
+                Some(Err(Corrupt))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::store::ObjectId;
+
+    const SHA1: gix_hash::Kind = gix_hash::Kind::Sha1;
+
+    /// A tree's bytes from `(mode digits, name, id)` entries, in the order given (no sorting, no checks).
+    pub(in crate::fast_import::ls) fn tree_bytes(entries: &[(&str, &[u8], ObjectId)]) -> Vec<u8> {
+        let mut data = Vec::new();
+        for (mode, name, id) in entries {
+            data.extend_from_slice(mode.as_bytes());
+            data.push(b' ');
+            data.extend_from_slice(name);
+            data.push(0);
+            data.extend_from_slice(id.as_bytes());
+        }
+        data
+    }
+
+    fn tree(entries: &[(&str, &[u8], ObjectId)]) -> Arc<Tree> {
+        let data = tree_bytes(entries);
+        let id = gix_object::compute_hash(SHA1, gix_object::Kind::Tree, &data).expect("hash");
+        Arc::new(Tree::parse(id, Data::new(data), SHA1).expect("parses"))
+    }
+
+    fn blob(n: u8) -> ObjectId {
+        ObjectId::from_bytes_or_panic(&[n; 20])
+    }
+
+    #[test]
+    fn lookups_find_the_first_entry_of_that_name_in_stored_order() {
+        let t = tree(&[("100644", b"b", blob(1)), ("40000", b"a", blob(2)), ("100755", b"a", blob(3))]);
+        assert_eq!(t.find(b"a", false), Some((0o40000, blob(2).as_ref())));
+        assert_eq!(t.find(b"b", false), Some((0o100644, blob(1).as_ref())));
+        assert_eq!(t.find(b"A", false), None);
+        assert_eq!(t.find(b"A", true), Some((0o40000, blob(2).as_ref())));
+        assert_eq!(t.find(b"", false), None);
+        assert_eq!(t.find(b"ab", false), None);
+        assert_eq!(Tree::null(blob(0)).find(b"a", false), None);
+    }
+
+    #[test]
+    fn a_tree_that_does_not_parse_in_full_is_corrupt() {
+        let mut data = tree_bytes(&[("100644", b"a", blob(1))]);
+        data.extend_from_slice(b"100644 b\0short");
+        assert_eq!(Tree::parse(blob(9), Data::new(data), SHA1).err(), Some(Corrupt));
+    }
+
+    #[test]
+    fn the_cache_keeps_trees_by_id_until_they_are_least_recently_used() {
+        let (a, b, c) = (
+            tree(&[("100644", b"a", blob(1))]),
+            tree(&[("100644", b"b", blob(1))]),
+            tree(&[("100644", b"c", blob(1))]),
+        );
+        // Room for two of these trees, not three.
+        let cache = TreeCache::new(a.bytes() * 2 + a.bytes() / 2);
+        cache.put(Arc::clone(&a));
+        cache.put(Arc::clone(&b));
+        assert!(cache.get(&a.id).is_some(), "a is now the most recently used");
+        cache.put(Arc::clone(&c));
+        assert!(cache.get(&b.id).is_none(), "b was the least recently used: dropped");
+        assert!(cache.get(&a.id).is_some() && cache.get(&c.id).is_some());
+        assert_eq!(cache.hit_counts(), (3, 1));
+        // Putting a tree again does not count it twice.
+        cache.put(Arc::clone(&c));
+        cache.put(Arc::clone(&a));
+        assert!(cache.get(&a.id).is_some() && cache.get(&c.id).is_some());
+    }
+
+    #[test]
+    fn peeling_steps_are_capped_by_count() {
+        let cache = TreeCache::new(1 << 20);
+        let id = |n: usize| ObjectId::from_bytes_or_panic(&[&(n as u64).to_be_bytes()[..], &[0; 12]].concat());
+        for n in 0..=PEEL_STEPS {
+            cache.put_peeled(id(n), id(n + 1));
+        }
+        assert_eq!(cache.peeled(&id(0)), None, "the oldest step went first");
+        assert_eq!(cache.peeled(&id(1)), Some(id(2)));
+        assert_eq!(cache.peeled(&id(PEEL_STEPS)), Some(id(PEEL_STEPS + 1)));
+        assert_eq!(cache.steps().len(), PEEL_STEPS);
+        let nothing = TreeCache::new(0);
+        nothing.put_peeled(id(0), id(1));
+        assert_eq!(nothing.peeled(&id(0)), None, "a cache that keeps nothing keeps no steps either");
+    }
+
+    #[test]
+    fn a_tree_larger_than_the_cache_is_not_kept_and_drops_nothing() {
+        let small = tree(&[("100644", b"a", blob(1))]);
+        let names: Vec<Vec<u8>> = (0..50).map(|i| format!("name{i}").into_bytes()).collect();
+        let entries: Vec<(&str, &[u8], ObjectId)> = names.iter().map(|n| ("100644", &n[..], blob(1))).collect();
+        let big = tree(&entries);
+        let cache = TreeCache::new(small.bytes() * 2);
+        cache.put(Arc::clone(&small));
+        cache.put(Arc::clone(&big));
+        assert!(cache.get(&big.id).is_none());
+        assert!(cache.get(&small.id).is_some());
+        assert!(TreeCache::new(0).get(&small.id).is_none());
+    }
+
+    /// Why `Entries` does not use `gix_object::TreeRefIter`: these are the cases where gix-object 0.66 reads a
+    /// mode differently from git. If this test fails, gix changed, and switching to it may now be possible.
+    #[test]
+    fn gix_object_reads_modes_differently() {
+        let blob = ObjectId::from_hex(b"45b983be36b73c0788dc9cbcb76cbb80fc7bb057").unwrap();
+        let gix_mode = |mode: &str| {
+            let data = tree_bytes(&[(mode, b"n", blob)]);
+            let entry = gix_object::TreeRefIter::from_bytes(&data, SHA1).next().unwrap();
+            entry.ok().map(|e| e.mode.value())
+        };
+        let git_mode = |mode: &str| {
+            let data = tree_bytes(&[(mode, b"n", blob)]);
+            Entries::new(&data, SHA1).next().unwrap().ok().map(|e| e.mode)
+        };
+        assert_eq!((gix_mode(""), git_mode("")), (Some(0), None));
+        assert_eq!((gix_mode("140000"), git_mode("140000")), (Some(0o040000), Some(0o140000)));
+        assert_eq!((gix_mode("00000100644"), git_mode("00000100644")), (None, Some(0o100644)));
+        // Where they agree.
+        for mode in ["100644", "40000", "040000", "100664", "644", "160000", "0"] {
+            assert_eq!(gix_mode(mode), git_mode(mode), "{mode}");
+        }
+    }
+}
