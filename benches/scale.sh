@@ -5,6 +5,7 @@
 #   benches/scale.sh startup  GIT_DIR [RUNS]          empty stream: median wall time (hyperfine) and peak RSS
 #   benches/scale.sh check    GIT_DIR [COUNT] [RUNS]  --batch-check of COUNT random ids (seed 1), median wall
 #   benches/scale.sh big      GIT_DIR ID [RUNS]       one blob through --batch and cat-blob: wall, peak RSS
+#   benches/scale.sh marks    GIT_DIR MARKS [RUNS]    --import-marks=MARKS, then with --export-marks too: wall, RSS
 #   benches/scale.sh stand-ins OUTDIR SOURCE_GIT_DIR  builds the many-pack and over-4-GiB stand-ins
 #
 # GIT (default: git on PATH) is the git compared with; CAT_BLOBD (default: target/release/cat-blobd) is measured.
@@ -96,6 +97,31 @@ big)
         measure "cat-blobd" "$req" "$CAT_BLOBD" --git-dir="$dir" --quiet
     done | summarize
     rm -rf "$one" "$req" "$o"
+    ;;
+marks)
+    # Both run in one throwaway repository whose packs are hard links to GIT_DIR's (git fast-import writes into its
+    # repository; through alternates git would also look for each of the marks' objects loose in it first, a
+    # failed stat per mark). Three cat-blob requests at the start, middle and end of the marks.
+    dir=$2 marks=$3 runs=${4:-3}
+    o=$(mktemp -d "${TMPDIR:-/tmp}/scale-marks.XXXXXX")
+    "$GIT" init -q --bare "$o/repo.git"
+    cp -al "$dir/objects/pack/." "$o/repo.git/objects/pack/"
+    last=$(tail -1 "$marks" | cut -d' ' -f1)
+    printf 'cat-blob :1\ncat-blob :%s\ncat-blob %s\n' "$(( ${last#:} / 2 ))" "$last" >"$o/stream"
+    for _ in $(seq "$runs"); do
+        measure "git-fast-import-import" "$o/stream" "$GIT" --git-dir="$o/repo.git" fast-import --quiet \
+            --cat-blob-fd=1 --import-marks="$marks"
+        measure "cat-blobd-import" "$o/stream" "$CAT_BLOBD" --git-dir="$o/repo.git" --cat-blob-fd=1 \
+            --import-marks="$marks"
+    done | summarize
+    for _ in $(seq "$runs"); do
+        measure "git-fast-import-import+export" "$o/stream" "$GIT" --git-dir="$o/repo.git" fast-import --quiet \
+            --cat-blob-fd=1 --import-marks="$marks" --export-marks="$o/git.marks"
+        measure "cat-blobd-import+export" "$o/stream" "$CAT_BLOBD" --git-dir="$o/repo.git" --cat-blob-fd=1 \
+            --import-marks="$marks" --export-marks="$o/cat-blobd.marks"
+    done | summarize
+    cmp "$o/git.marks" "$o/cat-blobd.marks" && echo "exported marks files: identical"
+    rm -rf "$o"
     ;;
 stand-ins)
     out=$2 source=$3

@@ -222,7 +222,7 @@ pub struct ServeCli {
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_seconds)]
     pub hello_timeout: std::time::Duration,
 
-    /// Marks one stream may define (about 100 bytes each); a stream that defines more dies with `fatal:`.
+    /// Marks one stream may define (20 to 60 bytes each); a stream that defines more dies with `fatal:`.
     #[arg(long, value_name = "N", default_value_t = 10_000_000)]
     pub max_marks: u64,
 

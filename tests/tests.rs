@@ -16,6 +16,7 @@ mod hardening;
 mod inflate_prefix;
 mod interactive;
 mod ls;
+mod marks;
 mod pinned;
 mod scale;
 mod server;

@@ -393,12 +393,8 @@ impl<'a> Session<'a> {
     }
 
     fn import_marks(&mut self, import: &ImportMarks) -> Result<(), SessionError> {
-        let store = self.store;
-        let mut exists = |id: &ObjectId| self.blobs.contains(id) || store.exists(id).unwrap_or(false);
-        let mut marks = std::mem::take(&mut self.marks);
-        let result = marks.import(&import.path, import.ignore_missing, &mut exists);
-        self.marks = marks;
-        result?;
+        let mut objects = objects::MarkedObjects { store: self.store, blobs: &self.blobs };
+        self.marks.import(&import.path, import.ignore_missing, &mut objects)?;
         Ok(())
     }
 

@@ -2,7 +2,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::marks::Marks;
+use super::marks::{Marks, ObjectLookup};
 use crate::store::stream::{StreamBlobError, StreamBlobs};
 use crate::store::{Data, Kind, Object, ObjectId, ReadError, Resolver, Store, oid};
 
@@ -66,6 +66,28 @@ impl ObjectSource for Objects<'_> {
 
     fn written_by_stream(&self, id: &oid) -> bool {
         self.blobs.contains(&id.to_owned()) && !self.store.in_pack(id)
+    }
+}
+
+/// The objects a marks file may name, as git's `insert_object_entry` finds them: the stream's blobs and the
+/// repository's objects (through replace refs).
+pub(super) struct MarkedObjects<'s> {
+    pub(super) store: &'s Store,
+    pub(super) blobs: &'s StreamBlobs,
+}
+
+impl ObjectLookup for MarkedObjects<'_> {
+    fn object_hash(&self) -> gix_hash::Kind {
+        self.store.object_hash()
+    }
+
+    fn unlisted<'a>(&mut self, count: usize, id_at: &dyn Fn(usize) -> &'a oid) -> Vec<usize> {
+        self.store.unlisted_in_packs(count, id_at)
+    }
+
+    fn exists(&mut self, id: &oid) -> bool {
+        // A replace chain too deep to follow counts as absence.
+        self.blobs.contains(&id.to_owned()) || self.store.exists(id).unwrap_or(false)
     }
 }
 

@@ -96,7 +96,7 @@ pub struct ServerConfig {
     pub grace: Duration,
     /// How long a client may take to say what it is (its first byte, or its whole `connect` hello).
     pub hello_timeout: Duration,
-    /// Marks one stream may hold, and all streams together (each about 100 bytes).
+    /// Marks one stream may hold, and all streams together (each 20 to 60 bytes).
     pub max_marks: u64,
     pub max_marks_total: u64,
     /// Caps all streams together share on the blobs they define and the bytes of those they spill (each stream's

@@ -91,6 +91,16 @@ impl MidxLayer {
         // gix-pack's own lookup compares with `memcmp` calls (see `pack_index::search`).
         let all = 0..self.file.num_objects();
         let position = super::pack_index::search(all, 0..=u64::MAX, id, |at| self.file.oid_at_index(at))?;
+        self.hit_at(position, opener)
+    }
+
+    /// The id at `position` of this layer's sorted table.
+    pub(super) fn oid_at(&self, position: u32) -> &oid {
+        self.file.oid_at_index(position)
+    }
+
+    /// Where the entry at `position` is: `None` if its pack cannot be opened (then the object is not found here).
+    pub(super) fn hit_at(&self, position: u32, opener: &PackOpener) -> Option<Hit<'_>> {
         match self.file.pack_id_and_pack_offset_at_index(position) {
             Ok((number, offset)) => self.pack(number as usize, opener).map(|pack| Hit::At(pack, offset)),
             Err(source) => Some(Hit::Damaged(MidxError { path: self.file.path().to_owned(), source })),

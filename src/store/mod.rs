@@ -12,6 +12,7 @@ pub(crate) mod cache;
 mod data;
 pub(crate) mod delta;
 mod enumerate;
+mod exists_sorted;
 mod inflate;
 mod inflate_prefix;
 mod info;

@@ -46,6 +46,16 @@ impl PackSet {
         through_midx.chain(in_packs)
     }
 
+    /// The multi-pack-index layers, in lookup order.
+    pub(super) fn layers(&self) -> &[Arc<MidxLayer>] {
+        &self.layers
+    }
+
+    /// The packs that no layer covers, in lookup order.
+    pub(super) fn uncovered_packs(&self) -> &[Arc<Pack>] {
+        &self.packs
+    }
+
     /// The first intact place of `id`.
     pub(super) fn find<'a>(&'a self, id: &'a oid, opener: &'a PackOpener) -> Option<(&'a Arc<Pack>, u64)> {
         self.copies(id, opener).find_map(|copy| match copy {

@@ -1,18 +1,25 @@
 //! Marks: `:N` names for objects, defined by `blob` in the stream or imported from a marks file, and exported
-//! to one (git's `insert_mark`, `read_mark_file`, `dump_marks`).
-use std::collections::HashMap;
-use std::io::{self, BufRead, Read, Write};
+//! to one (git's `insert_mark`, `read_mark_file`, `dump_marks`). `table.rs` keeps them; `read.rs` reads a file.
+mod read;
+mod table;
+
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
+use gix_hash::oid;
+
 use crate::fatal::Bytes;
 use crate::git_compat::strerror::strerror;
-use crate::git_compat::strtoumax::strtoumax;
 use crate::quota::{Exceeded, Held, Limit};
 use crate::store::ObjectId;
+use read::Lines;
+use table::Table;
 
-/// git reads marks files with `fgets` into a 512-byte buffer: a longer line arrives in pieces.
-const MARK_LINE_BUFFER: usize = 512;
+/// The reader's buffer for a marks file (git's `fgets` reads through stdio's 4 KiB).
+const READ_BUFFER: usize = 1 << 20;
+/// How much of a marks file is formatted before it is written.
+const WRITE_CHUNK: usize = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum MarksError {
@@ -28,87 +35,121 @@ pub(crate) enum MarksError {
     TooManyInAll(u64),
 }
 
+/// What importing a marks file asks of the objects it names.
+pub(crate) trait ObjectLookup {
+    fn object_hash(&self) -> gix_hash::Kind;
+    /// Of `count` ids in ascending order (`id_at(i)` is the `i`-th), the positions, ascending, of those that no
+    /// pack index lists: every other one exists (`Store::unlisted_in_packs`).
+    fn unlisted<'a>(&mut self, count: usize, id_at: &dyn Fn(usize) -> &'a oid) -> Vec<usize>;
+    /// Whether an id that no pack index listed names an object all the same (loose, defined by the stream, …).
+    fn exists(&mut self, id: &oid) -> bool;
+}
+
 /// The marks of one stream.
 #[derive(Debug, Default)]
 pub(crate) struct Marks {
-    table: HashMap<u64, ObjectId>,
+    table: Table,
     /// One per mark in the table, against a server's caps (none in the one-shot binary, as in git).
     held: Held,
 }
 
 impl Marks {
     pub(crate) fn with_limits(limit: Limit) -> Marks {
-        Marks { table: HashMap::new(), held: Held::new(limit) }
+        Marks { table: Table::default(), held: Held::new(limit) }
     }
 
     /// Defines or redefines a mark. Mark 0 is never stored (git only inserts `if (mark)`). A new mark past the
-    /// limits is refused (the table is what grows without bound: about 100 bytes a mark).
+    /// limits is refused (the table is what grows without bound: 20 or 32 bytes a mark, more for scattered ones).
     pub(crate) fn insert(&mut self, mark: u64, id: ObjectId) -> Result<(), MarksError> {
         if mark == 0 {
             return Ok(());
         }
-        if let Some(slot) = self.table.get_mut(&mark) {
-            *slot = id;
-            return Ok(());
+        if self.table.get(mark).is_none() {
+            self.held.take(1).map_err(|exceeded| match exceeded {
+                Exceeded::PerStream(most) => MarksError::TooMany(most),
+                Exceeded::Shared(most) => MarksError::TooManyInAll(most),
+            })?;
         }
-        self.held.take(1).map_err(|exceeded| match exceeded {
-            Exceeded::PerStream(most) => MarksError::TooMany(most),
-            Exceeded::Shared(most) => MarksError::TooManyInAll(most),
-        })?;
-        self.table.insert(mark, id);
+        self.table.set(mark, &id);
         Ok(())
     }
 
     pub(crate) fn get(&self, mark: u64) -> Option<ObjectId> {
-        self.table.get(&mark).copied()
+        self.table.get(mark).map(ToOwned::to_owned)
     }
 
     /// Forgets a mark: something else (git) defines it now.
     pub(crate) fn remove(&mut self, mark: u64) {
-        if self.table.remove(&mark).is_some() {
+        if self.table.remove(mark) {
             self.held.give_back(1);
         }
     }
 
-    /// Every mark and the object it names, in no order.
+    /// Every mark and the object it names, by ascending mark.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, ObjectId)> + '_ {
-        self.table.iter().map(|(mark, id)| (*mark, *id))
+        self.table.iter().map(|(mark, id)| (mark, id.to_owned()))
     }
 
-    /// Reads a marks file (`read_marks`): `Ok(false)` if it is missing and `ignore_missing` is set. Each id
-    /// must name an object for which `exists` says yes.
+    /// Reads a marks file (`read_marks`): `Ok(false)` if it is missing and `ignore_missing` is set. As git, fails
+    /// on the first line that is corrupt or names an object that does not exist, having defined the marks of the
+    /// lines before it.
     pub(crate) fn import(
         &mut self,
         path: &Path,
         ignore_missing: bool,
-        exists: &mut dyn FnMut(&ObjectId) -> bool,
+        objects: &mut dyn ObjectLookup,
     ) -> Result<bool, MarksError> {
         let file = match std::fs::File::open(path) {
             Ok(file) => file,
             Err(err) if ignore_missing && err.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(err) => return Err(cannot_read(path, &err)),
         };
-        read_marks(io::BufReader::new(file), path, |mark, id| {
-            if !exists(&id) {
-                return Err(MarksError::ObjectNotFound(id));
-            }
-            self.insert(mark, id)
-        })?;
-        Ok(true)
+        let mut lines = Lines::read(io::BufReader::with_capacity(READ_BUFFER, file), path, objects.object_hash());
+        let missing = lines.first_missing(objects);
+        let stop = match missing {
+            Some(line) => Some(MarksError::ObjectNotFound(lines.id(line).to_owned())),
+            None => lines.stop.take(),
+        };
+        self.define(lines, missing)?;
+        stop.map_or(Ok(true), Err)
     }
 
-    /// The marks file's bytes: `:<mark> <hex>\n` per mark, ascending.
-    pub(crate) fn export_bytes(&self) -> Vec<u8> {
-        let mut marks: Vec<_> = self.table.iter().collect();
-        marks.sort_unstable_by_key(|(mark, _)| **mark);
-        let mut out = Vec::with_capacity(marks.len() * 48);
-        for (mark, id) in marks {
-            out.push(b':');
-            out.extend_from_slice(itoa::Buffer::new().format(*mark).as_bytes());
-            out.push(b' ');
-            out.extend_from_slice(id.to_hex().to_string().as_bytes());
-            out.push(b'\n');
+    /// Defines the marks of `lines` before `end` (all of them if `None`), in file order. A file of marks `1..=n`
+    /// read into an empty table becomes its array as it is.
+    fn define(&mut self, lines: Lines, end: Option<usize>) -> Result<(), MarksError> {
+        let end = end.unwrap_or(lines.len());
+        let whole = end == lines.len() && self.table.len() == 0 && lines.is_dense();
+        if whole && self.held.take(end as u64).is_ok() {
+            let (kind, ids) = lines.into_dense();
+            self.table = Table::from_dense(kind, ids);
+            return Ok(());
         }
+        (0..end).try_for_each(|line| self.insert(lines.mark(line), lines.id(line).to_owned()))
+    }
+
+    /// Writes `:<mark> <hex>\n` per mark, ascending, a chunk at a time.
+    fn write_to(&self, out: &mut impl Write) -> io::Result<()> {
+        let mut chunk = Vec::with_capacity(WRITE_CHUNK + 128);
+        let (mut number, mut hex) = (itoa::Buffer::new(), [0; 64]);
+        for (mark, id) in self.table.iter() {
+            chunk.push(b':');
+            chunk.extend_from_slice(number.format(mark).as_bytes());
+            chunk.push(b' ');
+            chunk.extend_from_slice(id.hex_to_buf(&mut hex).as_bytes());
+            chunk.push(b'\n');
+            if chunk.len() >= WRITE_CHUNK {
+                out.write_all(&chunk)?;
+                chunk.clear();
+            }
+        }
+        out.write_all(&chunk)
+    }
+
+    /// The marks file's bytes.
+    #[cfg(test)]
+    pub(crate) fn export_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_to(&mut out).expect("writing to memory");
         out
     }
 
@@ -133,7 +174,7 @@ impl Marks {
             .create_new(true)
             .open(&lock)
             .map_err(|err| format!("unable to write marks file {}: {}", show(path), strerror(&err)))?;
-        let written = file.write_all(&self.export_bytes()).and_then(|()| file.sync_all());
+        let written = self.write_to(&mut file).and_then(|()| file.sync_all());
         drop(file);
         if let Err(err) = written.and_then(|()| std::fs::rename(&lock, path)) {
             let _ = std::fs::remove_file(&lock);
@@ -223,36 +264,17 @@ fn create_leading_directories(path: &Path) -> io::Result<()> {
 }
 
 /// Parses a marks file exactly as git's `read_mark_file` does, line by line with its 512-byte `fgets` buffer
-/// (so a file without newlines, even an endless one, fails on its first piece): each line must start with `:`,
-/// end with LF, hold a non-zero mark, exactly one SP, and a hex id of either hash. `each` sees every mark in
-/// order and may stop the reading with an error, as git dies on the line it is reading.
+/// (see [`read::parse_piece`]). `each` sees every mark in order and may stop the reading with an error, as git
+/// dies on the line it is reading.
 pub(crate) fn read_marks(
-    mut input: impl BufRead,
+    input: impl io::BufRead,
     path: &Path,
     mut each: impl FnMut(u64, ObjectId) -> Result<(), MarksError>,
 ) -> Result<(), MarksError> {
-    let mut piece = Vec::with_capacity(MARK_LINE_BUFFER);
-    loop {
-        piece.clear();
-        // What one fgets call returns: up to and including LF, at most 511 bytes.
-        let read = input.by_ref().take(MARK_LINE_BUFFER as u64 - 1).read_until(b'\n', &mut piece);
-        if read.map_err(|err| cannot_read(path, &err))? == 0 {
-            return Ok(());
-        }
-        // The C code works on a C string: a NUL ends the line early, hiding its LF.
-        let line = crate::fast_import::command::c_string(&piece);
-        let Some(body) = line.strip_suffix(b"\n").filter(|_| line.first() == Some(&b':')) else {
-            return Err(MarksError::CorruptLine(line.to_vec()));
-        };
-        let corrupt = || MarksError::CorruptLine(body.to_vec());
-        let (mark, used) = strtoumax(&body[1..], 10).ok_or_else(corrupt)?;
-        let after = &body[1 + used..];
-        let hex = after.strip_prefix(b" ").ok_or_else(corrupt)?;
-        if mark == 0 {
-            return Err(corrupt());
-        }
-        each(mark, parse_hex_any(hex).ok_or_else(corrupt)?)?;
-    }
+    read::for_each_piece(input, path, |piece| {
+        let (mark, id) = read::parse_piece(piece)?;
+        each(mark, id)
+    })
 }
 
 /// Opens and reads a whole marks file (see [`read_marks`]) into a list, for the submodule rewrite maps.
@@ -270,20 +292,10 @@ fn cannot_read(path: &Path, err: &io::Error) -> MarksError {
     MarksError::CannotRead { path: path.to_owned(), message: strerror(err) }
 }
 
-/// git's `get_oid_hex_any`: the longest hash whose full hex length starts `hex` (trailing bytes ignored).
-fn parse_hex_any(hex: &[u8]) -> Option<ObjectId> {
-    [gix_hash::Kind::Sha256, gix_hash::Kind::Sha1].into_iter().find_map(|kind| {
-        let digits = hex.get(..kind.len_in_hex())?;
-        if !digits.iter().all(u8::is_ascii_hexdigit) {
-            return None;
-        }
-        ObjectId::from_hex(digits).ok()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     const HEX: &str = "ce013625030ba8dba906f756967f9e9ca394464a";
 
@@ -399,5 +411,104 @@ mod tests {
         let bytes = marks.export_bytes();
         assert!(bytes.starts_with(format!(":1 {HEX}\n:2 {HEX}\n:10 {HEX}\n").as_bytes()));
         assert_eq!(parse_marks_file(&bytes).unwrap().len(), 4);
+    }
+
+    /// Objects for imports: `packed` ones are listed by an index, `loose` ones only `exists` finds.
+    struct Fake {
+        packed: Vec<ObjectId>,
+        loose: Vec<ObjectId>,
+        asked_one_by_one: usize,
+    }
+
+    impl ObjectLookup for Fake {
+        fn object_hash(&self) -> gix_hash::Kind {
+            gix_hash::Kind::Sha1
+        }
+
+        fn unlisted<'a>(&mut self, count: usize, id_at: &dyn Fn(usize) -> &'a oid) -> Vec<usize> {
+            assert!((1..count).all(|at| id_at(at - 1) <= id_at(at)), "asked in ascending order");
+            (0..count).filter(|&at| !self.packed.iter().any(|id| id.as_ref() == id_at(at))).collect()
+        }
+
+        fn exists(&mut self, id: &oid) -> bool {
+            self.asked_one_by_one += 1;
+            self.loose.iter().any(|loose| loose.as_ref() == id)
+        }
+    }
+
+    fn id(n: u8) -> ObjectId {
+        ObjectId::from_bytes_or_panic(&[n; 20])
+    }
+
+    /// Imports `file` into `marks` with objects 1 to 9 packed and 10 to 12 loose.
+    fn import(marks: &mut Marks, file: &str) -> (Result<bool, MarksError>, usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m");
+        std::fs::write(&path, file).unwrap();
+        let mut objects =
+            Fake { packed: (1..=9).map(id).collect(), loose: (10..=12).map(id).collect(), asked_one_by_one: 0 };
+        (marks.import(&path, false, &mut objects), objects.asked_one_by_one)
+    }
+
+    #[test]
+    fn an_import_defines_every_line_the_later_of_two_winning() {
+        let mut marks = Marks::default();
+        let file = format!(":3 {}\n:1 {}\n:2 {}\n:3 {}\n:900000 {}\n", id(1), id(2), id(10), id(4), id(5));
+        let (result, one_by_one) = import(&mut marks, &file);
+        assert!(result.unwrap());
+        assert_eq!(one_by_one, 1, "only the loose object is looked up on its own");
+        let defined: Vec<_> = marks.iter().collect();
+        assert_eq!(defined, [(1, id(2)), (2, id(10)), (3, id(4)), (900000, id(5))]);
+        // A second file redefines some and adds others.
+        let (result, _) = import(&mut marks, &format!(":1 {}\n:4 {}\n", id(6), id(7)));
+        assert!(result.unwrap());
+        assert_eq!(
+            marks.iter().collect::<Vec<_>>(),
+            [(1, id(6)), (2, id(10)), (3, id(4)), (4, id(7)), (900000, id(5))]
+        );
+    }
+
+    #[test]
+    fn an_import_of_marks_one_to_n_is_taken_whole() {
+        let mut marks = Marks::default();
+        let file: String = (1..=9).map(|n| format!(":{n} {}\n", id(n))).collect();
+        assert!(import(&mut marks, &file).0.unwrap());
+        assert_eq!(marks.iter().collect::<Vec<_>>(), (1..=9).map(|n| (n as u64, id(n))).collect::<Vec<_>>());
+        assert_eq!(marks.export_bytes(), file.as_bytes());
+    }
+
+    /// git dies on the first line, in file order, that is corrupt or names an object that does not exist, having
+    /// defined the marks before it.
+    #[test]
+    fn an_import_fails_on_its_first_bad_line_whichever_kind() {
+        let (missing, one) = (id(200), id(1));
+        let cases = [
+            (format!(":1 {one}\n:2 {missing}\n:3 xyz\n"), format!("object not found: {missing}"), 1),
+            (format!(":1 {one}\n:3 xyz\n:2 {missing}\n"), "corrupt mark line: :3 xyz".into(), 1),
+            (format!(":1 {missing}\n:1 {one}\n"), format!("object not found: {missing}"), 0),
+            (
+                format!(":1 {}\n:2 {}\n:3 {missing}\n:4 {}\n:5 {missing}\n", id(1), id(11), id(2)),
+                format!("object not found: {missing}"),
+                2,
+            ),
+            (format!(":1 {}\n:2 {}\n", id(1), id(13)), format!("object not found: {}", id(13)), 1),
+        ];
+        for (file, message, defined) in cases {
+            let mut marks = Marks::default();
+            let (result, _) = import(&mut marks, &file);
+            assert_eq!(result.unwrap_err().to_string(), message, "{file}");
+            assert_eq!(marks.iter().count(), defined, "{file}");
+        }
+    }
+
+    #[test]
+    fn an_import_past_a_cap_fails_on_the_line_that_passes_it_unless_an_earlier_one_is_bad() {
+        let limits = Limit { per_stream: Some(2), shared: None };
+        let mut marks = Marks::with_limits(limits.clone());
+        let file: String = (1..=3).map(|n| format!(":{n} {}\n", id(n))).collect();
+        assert!(matches!(import(&mut marks, &file).0, Err(MarksError::TooMany(2))));
+        let mut marks = Marks::with_limits(limits);
+        let file = format!(":1 {}\n:2 {}\n:3 {}\n", id(1), id(100), id(3));
+        assert!(matches!(import(&mut marks, &file).0, Err(MarksError::ObjectNotFound(_))));
     }
 }
