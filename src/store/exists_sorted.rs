@@ -180,7 +180,7 @@ mod tests {
         let (a, b) = (chain(&[b"in a\n", b"a again\n"], true), chain(&[b"in b\n"], true));
         let (pack_a, _) = objects.add_pack("a", &a);
         objects.add_pack("b", &b);
-        write_midx(&objects);
+        objects.write_midx();
         let ids: Vec<ObjectId> = a.iter().chain(&b).map(|(id, _)| *id).collect();
         assert!(unlisted(&open(&objects), &ids).is_empty());
         std::fs::remove_file(&pack_a).expect("remove");
@@ -201,20 +201,5 @@ mod tests {
                 assert_eq!(entries.lower_bound(from as u32, &id(n)), first_not_below as u32, "from {from}, id {n}");
             }
         }
-    }
-
-    /// `git multi-pack-index write` over `objects`, through a scratch repository that borrows them.
-    fn write_midx(objects: &Objects) {
-        let repo = tempfile::tempdir().expect("temporary directory");
-        let git = |args: &[&std::ffi::OsStr]| {
-            let mut command = std::process::Command::new("git");
-            command.arg("--git-dir").arg(repo.path()).args(args);
-            command.env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null").status().expect("git")
-        };
-        assert!(git(&["init".as_ref(), "-q".as_ref(), "--bare".as_ref()]).success());
-        let alternates = repo.path().join("objects/info/alternates");
-        std::fs::write(alternates, format!("{}\n", objects.path().display())).expect("alternates");
-        let objects_dir = objects.path().as_os_str();
-        assert!(git(&["multi-pack-index".as_ref(), "--object-dir".as_ref(), objects_dir, "write".as_ref()]).success());
     }
 }

@@ -539,24 +539,6 @@ mod tests {
         assert_eq!(found.data.as_slice(), b"content\n");
     }
 
-    /// `git multi-pack-index write` over `objects` (git writes a midx only for its own object directory or an
-    /// alternate of it: a scratch repository borrows `objects`).
-    fn write_midx(objects: &Objects) {
-        let repo = tempfile::tempdir().expect("temporary directory");
-        let git = |args: &[&std::ffi::OsStr]| {
-            let mut command = std::process::Command::new("git");
-            command.arg("--git-dir").arg(repo.path()).args(args);
-            command.env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null").status().expect("git")
-        };
-        assert!(git(&["init".as_ref(), "-q".as_ref(), "--bare".as_ref()]).success());
-        // git writes a midx only for its own object directory or an alternate of it.
-        let alternates = repo.path().join("objects/info/alternates");
-        std::fs::write(alternates, [objects.path().as_os_str().as_bytes(), b"\n"].concat()).expect("alternates");
-        let status =
-            git(&["multi-pack-index".as_ref(), "--object-dir".as_ref(), objects.path().as_ref(), "write".as_ref()]);
-        assert!(status.success());
-    }
-
     /// Opening reads the midx, not the packs it covers: a pack is opened when an object is read from it.
     #[test]
     fn a_multi_pack_index_opens_only_the_packs_objects_are_read_from() {
@@ -564,7 +546,7 @@ mod tests {
         let (a, b) = (chain(&[b"in a\n"], true), chain(&[b"in b\n"], true));
         objects.add_pack("a", &a);
         objects.add_pack("b", &b);
-        write_midx(&objects);
+        objects.write_midx();
         let store = open(&objects);
         assert_eq!(store.pack_count(), 0, "nothing opened yet");
         let mut resolver = Resolver::new(1 << 20);
@@ -581,7 +563,7 @@ mod tests {
         let (a, b) = (chain(&[b"in a\n"], true), chain(&[b"in b\n"], true));
         let (path_a, _) = objects.add_pack("a", &a);
         objects.add_pack("b", &b);
-        write_midx(&objects);
+        objects.write_midx();
         let mut bytes = std::fs::read(&path_a).expect("pack");
         *bytes.last_mut().expect("trailer") ^= 1;
         std::fs::write(&path_a, bytes).expect("write");

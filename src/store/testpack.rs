@@ -1,6 +1,7 @@
 //! Small packs for the store's unit tests, written entry by entry with a version-2 index, in a temporary
 //! object directory. Nothing checks them: a test may write a damaged pack (a delta cycle) as easily as a valid one.
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use flate2::Compression;
@@ -74,6 +75,24 @@ impl Objects {
         object.extend_from_slice(data);
         std::fs::write(path, deflate(&object)).expect("write loose object");
         id
+    }
+
+    /// `git multi-pack-index write` over these objects (git writes a midx only for its own object directory or an
+    /// alternate of it: a scratch repository borrows them).
+    pub(crate) fn write_midx(&self) {
+        let repo = tempfile::tempdir().expect("temporary directory");
+        let git = |args: &[&std::ffi::OsStr]| {
+            let mut command = std::process::Command::new("git");
+            command.arg("--git-dir").arg(repo.path()).args(args);
+            command.env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null").status().expect("git")
+        };
+        assert!(git(&["init".as_ref(), "-q".as_ref(), "--bare".as_ref()]).success());
+        // git writes a midx only for its own object directory or an alternate of it.
+        let alternates = repo.path().join("objects/info/alternates");
+        std::fs::write(alternates, [self.path().as_os_str().as_bytes(), b"\n"].concat()).expect("alternates");
+        let status =
+            git(&["multi-pack-index".as_ref(), "--object-dir".as_ref(), self.path().as_ref(), "write".as_ref()]);
+        assert!(status.success());
     }
 }
 
