@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::net::Shutdown;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -40,7 +40,7 @@ impl Daemon {
         let dir = TempDir::new("daemon");
         let mut daemon = Daemon::spawn(&dir.path().join("socket"), git_dir, extra);
         daemon._dir = Some(dir);
-        daemon.wait_for_log("listening");
+        daemon.wait_until_listening();
         daemon
     }
 
@@ -92,17 +92,26 @@ impl Daemon {
     }
 
     pub(crate) fn wait_for_log_count(&mut self, needle: &str, count: usize) {
+        self.wait_for_log_where(&format!("{needle:?} ×{count}"), |log| log.matches(needle).count() >= count);
+    }
+
+    /// Waits for the `listening` event (text or JSON log). Not the bare word: a daemon that refuses to start says
+    /// "another cat-blobd daemon is listening on …".
+    pub(crate) fn wait_until_listening(&mut self) {
+        self.wait_for_log_where("the listening event", |log| {
+            log.contains(" listening socket=") || log.contains("\"event\":\"listening\"")
+        });
+    }
+
+    /// Waits until `done` holds of the log; fails if the daemon exits first, or after [`WAIT`].
+    fn wait_for_log_where(&mut self, what: &str, done: impl Fn(&str) -> bool) {
         let start = Instant::now();
-        while self.log().matches(needle).count() < count {
+        while !done(&self.log()) {
             if self.child.try_wait().expect("try_wait").is_some() {
                 let status = self.wait();
-                panic!("the daemon exited ({status}) before logging {needle:?}:\n{}", self.log());
+                panic!("the daemon exited ({status}) before logging {what}:\n{}", self.log());
             }
-            assert!(
-                start.elapsed() < WAIT,
-                "no {needle:?} ×{count} in the daemon's log within {WAIT:?}:\n{}",
-                self.log()
-            );
+            assert!(start.elapsed() < WAIT, "no {what} in the daemon's log within {WAIT:?}:\n{}", self.log());
             thread::sleep(Duration::from_millis(5));
         }
     }
@@ -394,7 +403,7 @@ fn server_a_connect_clients_directory_does_not_outlive_its_stream() {
     let mut daemon = Daemon::spawn_with(&socket, &fixture.git_dir(), &[], |cmd| {
         cmd.current_dir(&cwd);
     });
-    daemon.wait_for_log("listening");
+    daemon.wait_until_listening();
     let stream = b"blob\nmark :3\ndata 4\nabc\n\n";
     let got = crate::util::Run::new(CAT_BLOBD)
         .arg("connect")
@@ -647,11 +656,15 @@ fn server_replaces_a_stale_socket_but_never_steals_a_live_one() {
     let fixture = Fixture::Basic;
     let dir = TempDir::new("stale");
     let socket = dir.path().join("socket");
-    // A socket file nobody listens on, as a killed daemon leaves it.
-    drop(UnixListener::bind(&socket).unwrap());
+    // A socket file nobody listens on, as a killed daemon leaves it. Made by killing one: bound in this process,
+    // the listener could live on for a moment in a child that another test forks, and look live.
+    let mut killed = Daemon::spawn(&socket, &fixture.git_dir(), &[]);
+    killed.wait_until_listening();
+    killed.signal(rustix::process::Signal::KILL);
+    killed.wait();
     assert!(socket.exists());
     let mut first = Daemon::spawn(&socket, &fixture.git_dir(), &[]);
-    first.wait_for_log("listening");
+    first.wait_until_listening();
     let stream = mixed_stream(5);
     let expected = direct(fixture, &stream, false, &[]).stdout;
     assert_bytes_eq("first daemon", &expected, &plain(&socket, stream.clone()));
@@ -708,7 +721,7 @@ fn server_refuses_other_uids_unless_allowed() {
     let socket = dir.join("socket");
 
     let mut strict = Daemon::spawn(&socket, &fixture.git_dir(), &["--socket-mode", "0666"]);
-    strict.wait_for_log("listening");
+    strict.wait_until_listening();
     let (status, out, err) = as_nobody(&socket, &[]);
     assert_eq!(status.code(), Some(128), "{}", escape(&err));
     assert!(out.is_empty());
@@ -720,7 +733,7 @@ fn server_refuses_other_uids_unless_allowed() {
 
     let allowed = ["--socket-mode", "0666", "--allow-uid", "65534"];
     let mut daemon = Daemon::spawn(&socket, &fixture.git_dir(), &allowed);
-    daemon.wait_for_log("listening");
+    daemon.wait_until_listening();
     let (status, out, err) = as_nobody(&socket, &[]);
     assert!(status.success(), "{status}: {}", escape(&err));
     assert_bytes_eq("allowed uid", &direct(fixture, stream.as_bytes(), false, &[]).stdout, &out);
@@ -994,7 +1007,7 @@ fn server_writes_through_only_with_allow_writes_for_its_own_uid() {
     let socket = dir.join("socket");
     let mut daemon =
         Daemon::spawn(&socket, &daemon_repo, &["--allow-writes", "--allow-uid", "65534", "--socket-mode", "0666"]);
-    daemon.wait_for_log("listening");
+    daemon.wait_until_listening();
     let mut cmd = Command::new(CAT_BLOBD);
     cmd.arg("connect").arg("--socket").arg(&socket).uid(65534).gid(65534).current_dir("/");
     cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped());

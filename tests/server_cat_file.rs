@@ -146,7 +146,7 @@ fn server_cat_file_replace_refs_follow_the_daemons_environment() {
     let mut no_replace = Daemon::spawn_with(&scratch.path().join("socket"), &dir, &[], |cmd| {
         cmd.env("GIT_NO_REPLACE_OBJECTS", "1");
     });
-    no_replace.wait_for_log("listening");
+    no_replace.wait_until_listening();
     assert_same("daemon's env", &git_off, &through(&no_replace, &dir, &["--batch"], input, &[]), Stderr::Exact);
 }
 

@@ -111,7 +111,7 @@ fn hardening_accept_out_of_fds_backs_off_and_keeps_serving() {
             });
         }
     });
-    daemon.wait_for_log("listening");
+    daemon.wait_until_listening();
     let held: Vec<UnixStream> = (0..80)
         .map(|_| {
             let conn = UnixStream::connect(&daemon.socket).unwrap();
@@ -386,7 +386,7 @@ fn hardening_a_flood_of_refused_peers_is_cheap_and_logged_with_counts() {
     let dir = shared_dir("refused-flood");
     let socket = dir.path().join("socket");
     let mut daemon = Daemon::spawn(&socket, &fixture.git_dir(), &["--socket-mode", "0666"]);
-    daemon.wait_for_log("listening");
+    daemon.wait_until_listening();
     let flood = 200;
     let start = Instant::now();
     let admitted = {
@@ -437,7 +437,7 @@ fn hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0() {
     cmd.args(["--pid", "--fork", "--kill-child"]).arg(CAT_BLOBD).arg("serve").arg("--socket").arg(&socket);
     cmd.arg("--git-dir").arg(fixture.git_dir());
     let mut daemon = Daemon::from_command(cmd, &socket);
-    daemon.wait_for_log("listening");
+    daemon.wait_until_listening();
     if !daemon.log().contains(" pid=1 ") {
         eprintln!("hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0: no pid namespace; skipped");
         return;
@@ -556,7 +556,7 @@ fn hardening_a_daemon_starting_waits_for_the_start_up_lock() {
     );
     drop(lock);
     let mut daemon = Daemon::spawn(&socket, &fixture.git_dir(), &[]);
-    daemon.wait_for_log("listening");
+    daemon.wait_until_listening();
 }
 
 /// The socket's mode is exact whatever the daemon's umask, with no chmod by path (which would follow a symlink
@@ -575,7 +575,7 @@ fn hardening_the_socket_mode_is_exact_under_any_umask() {
             });
         }
     });
-    daemon.wait_for_log("listening");
+    daemon.wait_until_listening();
     assert_eq!(std::fs::symlink_metadata(&socket).unwrap().permissions().mode() & 0o777, 0o660);
 }
 
