@@ -153,3 +153,72 @@ fn marks_files_fail_on_their_first_bad_line_corrupt_or_missing() {
     }
     checks.finish();
 }
+
+/// One line's neighbours of a valid `:<mark> <id>\n`: what git's `read_mark_file` parses by hand (`strtoumax`,
+/// one SP, a hex id of either length, LF) with a byte or a piece changed. `id` is an id that exists.
+fn odd_mark_line(rng: &mut Rng, mark: u64, id: &str) -> Vec<u8> {
+    let upper = id.to_uppercase();
+    let options: Vec<Vec<u8>> = vec![
+        format!(":{mark} {id}\r\n").into_bytes(),
+        format!(":0{mark} {id}\n").into_bytes(),
+        format!(":+{mark} {id}\n").into_bytes(),
+        format!(":-{mark} {id}\n").into_bytes(),
+        format!(": {mark} {id}\n").into_bytes(),
+        format!(":{mark}  {id}\n").into_bytes(),
+        format!(":{mark}\t{id}\n").into_bytes(),
+        format!(":{mark} {id} \n").into_bytes(),
+        format!(":{mark} {upper}\n").into_bytes(),
+        format!(":{mark} {}\n", &id[..39]).into_bytes(),
+        format!(":{mark} {id}0\n").into_bytes(),
+        format!(":{mark} {id}{}\n", &id[..24]).into_bytes(),
+        format!(":{mark}{id}\n").into_bytes(),
+        format!("{mark} {id}\n").into_bytes(),
+        format!("::{mark} {id}\n").into_bytes(),
+        format!(":0 {id}\n").into_bytes(),
+        format!(":18446744073709551616 {id}\n").into_bytes(),
+        format!(":18446744073709551615 {id}\n").into_bytes(),
+        format!(":0x{mark:x} {id}\n").into_bytes(),
+        b"\n".to_vec(),
+        [format!(":{mark} ").as_bytes(), &id.as_bytes()[..20], b"\0", &id.as_bytes()[21..], b"\n"].concat(),
+        [format!(":{mark} {id}").as_bytes(), &vec![b' '; 500], b"\n"].concat(),
+        format!(":{mark} {id}").into_bytes(),
+    ];
+    options[rng.below(options.len())].clone()
+}
+
+/// A seeded generator of marks files (replayable: `CAT_BLOBD_MARKS_SEED=<n>` runs that seed alone): valid lines
+/// with random marks around one or two odd neighbours of a valid line ([`odd_mark_line`]), imported and exported
+/// by git and by cat-blobd, compared byte for byte (responses, status, stderr, the exported file).
+#[test]
+fn generated_marks_files_read_as_gits() {
+    let repo = MarksRepo::new(false);
+    let seeds = match std::env::var("CAT_BLOBD_MARKS_SEED").ok().and_then(|s| s.parse::<u64>().ok()) {
+        Some(seed) => seed..seed + 1,
+        None => 0..40,
+    };
+    for seed in seeds {
+        let mut rng = Rng::new(seed);
+        let (mut file, mut valid) = (Vec::new(), Vec::new());
+        let lines = 3 + rng.below(20);
+        let odd: Vec<usize> = (0..1 + rng.below(2)).map(|_| rng.below(lines)).collect();
+        for line in 0..lines {
+            let mark = [1 + line as u64, 1 + rng.below(5000) as u64, rng.next_u64()][rng.below(3)].max(1);
+            let id = &repo.ids[rng.below(repo.ids.len())];
+            if odd.contains(&line) {
+                file.extend_from_slice(&odd_mark_line(&mut rng, mark, id));
+            } else {
+                file.extend_from_slice(format!(":{mark} {id}\n").as_bytes());
+                valid.push(mark);
+            }
+        }
+        // Reads of marks the valid lines define, and of one no line defines.
+        let stream: String = valid.iter().take(3).map(|mark| format!("get-mark :{mark}\ncat-blob :{mark}\n")).collect();
+        let stream = stream + "get-mark :99999\n";
+        Case::new(&format!("generated marks file, seed {seed} (CAT_BLOBD_MARKS_SEED={seed})"), repo.source())
+            .raw_stream(stream.as_bytes().to_vec())
+            .raw_file("in.marks", file)
+            .args(&["--import-marks=in.marks", "--export-marks=out.marks"])
+            .compare("out.marks")
+            .differential();
+    }
+}
