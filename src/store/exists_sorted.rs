@@ -13,6 +13,7 @@ use std::cmp::Ordering;
 use gix_hash::{ObjectId, oid};
 
 use super::Store;
+use super::pack_index::compare_ids as compare;
 
 /// Ids gathered before they are searched for (see [`Ids::merge`]).
 const BATCH: usize = 4096;
@@ -124,13 +125,6 @@ impl<'e, G: Fn(u32) -> &'e oid> Entries<G> {
         }
         start
     }
-}
-
-/// Ids in byte order, first by their first 8 bytes as one number: a `memcmp` call per step costs more than the
-/// step (see `pack_index::search`).
-fn compare(a: &oid, b: &oid) -> Ordering {
-    let prefix = |id: &oid| u64::from_be_bytes(id.as_bytes()[..8].try_into().expect("ids are longer than 8 bytes"));
-    prefix(a).cmp(&prefix(b)).then_with(|| a.as_bytes().cmp(b.as_bytes()))
 }
 
 #[cfg(test)]

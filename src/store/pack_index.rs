@@ -224,6 +224,13 @@ pub(crate) fn fan_keys(first: u8) -> RangeInclusive<u64> {
     low..=low | (u64::MAX >> 8)
 }
 
+/// Ids in byte order, first by their first 8 bytes as one number (see [`search`] for why).
+#[inline]
+pub(super) fn compare_ids(a: &oid, b: &oid) -> Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    prefix_number(a).cmp(&prefix_number(b)).then_with(|| a.cmp(b))
+}
+
 fn prefix_number(id: &[u8]) -> u64 {
     u64::from_be_bytes(id[..8].try_into().expect("ids are longer than 8 bytes"))
 }
