@@ -28,13 +28,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 streams=${2:-1000}
 requests=${3:-10}
-work=$(mktemp -d "${TMPDIR:-/tmp}/cat-blobd-daemon-bench.XXXXXX")
-daemon_pid=
-cleanup() {
-    if [ -n "$daemon_pid" ]; then kill -TERM "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/workdir.sh" daemon-bench
 
 . "$here/benches/common.sh"
 

@@ -46,13 +46,7 @@ fi
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null LC_ALL=C
 unset GIT_DIR GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/cat-blobd-many-clients.XXXXXX")
-daemon_pid=
-cleanup() {
-    if [ -n "$daemon_pid" ]; then kill -TERM "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/workdir.sh" many-clients
 
 # The inputs: ids.k (bare ids) and requests.k (`cat-blob <id>`) per client, warmup (100 ids), small (latency).
 "$GIT" --git-dir "$repo" cat-file --batch-all-objects --batch-check='%(objectname) %(objecttype) %(objectsize)' \
