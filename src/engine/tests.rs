@@ -336,13 +336,16 @@ fn a_reader_that_went_away_ends_the_stream_with_a_broken_pipe() {
 }
 
 /// A resolver thread sends the results of a batch to the writer together: one wake-up per batch, not per
-/// response. 64 jobs in batches of 8 on one thread reach the fd in at most 8 writes.
+/// response. 64 jobs in batches of 8 on one thread reach the fd in at most 8 writes. Each job takes a
+/// millisecond, so that a writer woken per response would write each one alone.
 #[test]
 fn a_batch_of_results_is_written_together() {
     let config = EngineConfig { jobs_per_hand_off: 8, ..threaded(1) };
+    let seen = Arc::new(Mutex::new(Vec::new()));
     let (out, (result, stats), _) = run(config, |engine| {
         for n in 0..64 {
-            engine.job(Fake::line(n), &mut (), false).unwrap();
+            let slow = Step::SleepThenRecordThread(Arc::clone(&seen));
+            engine.job(Fake::new(n, slow), &mut (), false).unwrap();
         }
     });
     assert_eq!(out, lines(0..64));
