@@ -8,6 +8,7 @@
 mod ambiguous;
 mod error;
 mod index;
+mod ref_rules;
 mod reflog;
 mod resolve;
 mod search;

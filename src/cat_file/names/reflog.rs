@@ -8,16 +8,7 @@ use std::path::{Path, PathBuf};
 use gix_hash::ObjectId;
 
 use super::error::NameError;
-
-/// git's `ref_rev_parse_rules`, the order in which a short name is tried as a reference.
-const RULES: [(&str, &str); 6] = [
-    ("", ""),
-    ("refs/", ""),
-    ("refs/tags/", ""),
-    ("refs/heads/", ""),
-    ("refs/remotes/", ""),
-    ("refs/remotes/", "/HEAD"),
-];
+use super::ref_rules;
 
 /// A reference's reflog: its full name and what it names now.
 pub(crate) struct Log {
@@ -28,8 +19,7 @@ pub(crate) struct Log {
 /// git's `repo_dwim_log`: the first reference, by git's rules, that `name` names and that has a reflog (its
 /// own, or that of the reference a symbolic one points at).
 pub(crate) fn find(refs: &gix_ref::file::Store, name: &[u8]) -> Option<Log> {
-    for (prefix, suffix) in RULES {
-        let full = [prefix.as_bytes(), name, suffix.as_bytes()].concat();
+    for full in ref_rules::expansions(name) {
         let Some((target, current)) = resolve(refs, &full) else { continue };
         for candidate in [&full, &target] {
             if log_path(refs, candidate).is_file() {

@@ -12,7 +12,7 @@ use super::ambiguous::{self, Needs};
 use super::error::NameError;
 use super::symlinks::{self, Followed};
 use super::walk;
-use super::{index, reflog, search};
+use super::{index, ref_rules, reflog, search};
 use crate::cat_file::output::Messages;
 use crate::store::{PrefixMatch, Resolver, Store};
 
@@ -109,19 +109,10 @@ impl Names<'_> {
 
     /// How many of git's `ref_rev_parse_rules` name an existing ref for `name` (git's `repo_dwim_ref` count).
     fn rule_matches(&self, name: &[u8]) -> usize {
-        let rules: [(&[u8], &[u8]); 5] = [
-            (b"refs/", b""),
-            (b"refs/tags/", b""),
-            (b"refs/heads/", b""),
-            (b"refs/remotes/", b""),
-            (b"refs/remotes/", b"/HEAD"),
-        ];
         let exact =
             usize::from(name.starts_with(b"refs/") || name.iter().all(|b| b.is_ascii_uppercase() || *b == b'_'));
-        let expanded = rules
-            .iter()
-            .filter(|(prefix, suffix)| {
-                let full = [prefix, name, suffix].concat();
+        let expanded = ref_rules::prefixed(name)
+            .filter(|full| {
                 let full: &gix_object::bstr::BStr = full.as_slice().into();
                 let Ok(full) = <&gix_ref::FullNameRef>::try_from(full) else { return false };
                 self.refs.try_find(full.as_partial_name()).ok().flatten().is_some_and(|r| r.name.as_ref() == full)
