@@ -4,6 +4,7 @@
 use gix_hash::ObjectId;
 use gix_object::Kind;
 
+use crate::git_compat::tree_entry::Malformed;
 use crate::store::ReadError;
 
 /// Why a name names no object.
@@ -51,6 +52,9 @@ pub enum NameError {
     OutOfTree(Vec<u8>),
     #[error(transparent)]
     Read(#[from] ReadError),
+    /// A tree whose entries git's tree-walk cannot decode, met on the way: git dies with this message.
+    #[error(transparent)]
+    Tree(#[from] Malformed),
     /// An object that gix-object cannot parse where git needs to look into it (a commit's tree, a tag's target).
     #[error("cannot parse {kind} {id}")]
     Unparsable { id: ObjectId, kind: Kind },
