@@ -122,7 +122,8 @@ fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFil
             | NameError::NotInIndex(_)
             | NameError::NotAtStage { .. }
             | NameError::Read(_)
-            | NameError::Tree(_)),
+            | NameError::Tree(_)
+            | NameError::Index(_)),
         ) => Err(err.into()),
         Err(_) => Err(CatFileError::git(format!("Not a valid object name {}", Bytes(name)))),
     }
