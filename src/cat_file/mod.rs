@@ -5,6 +5,7 @@
 //! object names; `format` expands `%(atoms)`; `print_tree` prints trees for `-p`.
 pub mod args;
 mod batch;
+mod die;
 pub mod filter;
 pub mod format;
 mod job;
@@ -24,7 +25,7 @@ use crate::engine::{EngineConfig, EngineError, LiveCounters};
 use crate::fatal::fatal_line;
 use crate::store::cache::SharedCache;
 use crate::store::{ReadError, Resolver, Store};
-use args::{Args, CmdMode, UsageError};
+use args::{Args, CmdMode, Misuse, UsageError};
 use filter::FilterSpec;
 use output::{Messages, Output};
 
@@ -104,8 +105,8 @@ pub(crate) enum CatFileError {
     #[error(transparent)]
     Input(#[from] crate::line_reader::ReadError),
     /// git's own `die()` messages, word for word.
-    #[error("{0}")]
-    Git(String),
+    #[error(transparent)]
+    Git(#[from] die::Die),
     /// The run was cut from outside (see [`Io::interrupted`]).
     #[error("{0}")]
     Interrupted(&'static str),
@@ -121,10 +122,6 @@ impl From<EngineError<CatFileError>> for CatFileError {
 }
 
 impl CatFileError {
-    fn git(message: impl Into<String>) -> CatFileError {
-        CatFileError::Git(message.into())
-    }
-
     /// The object whose zlib stream asks for a preset dictionary, if that is what failed.
     fn needs_dictionary(&self) -> Option<&crate::store::ObjectId> {
         match self {
@@ -244,16 +241,15 @@ fn usage(err: UsageError, io: &Io<'_>) -> Outcome {
             stdout.message(args::help().as_bytes());
             return Outcome { code: 129, ..Outcome::default() };
         }
-        UsageError::Unsupported(_) | UsageError::Die(_) => {
-            let code = if matches!(err, UsageError::Die(_)) { 128 } else { 129 };
-            (code, format!("{err}\n"))
-        }
+        UsageError::Unsupported(_) => (129, format!("{err}\n")),
+        UsageError::Die(_) => (128, format!("{err}\n")),
         UsageError::Usage => (129, args::USAGE.to_owned()),
-        UsageError::Short(_) | UsageError::Error(_) => (129, format!("{err}\n")),
-        UsageError::Unknown(_) => (129, format!("{err}\n{}", args::help())),
+        UsageError::UnknownSwitch(_) | UsageError::UnknownOption(_) => (129, format!("{err}\n{}", args::help())),
         UsageError::Fatal(_) => (129, format!("{err}\n\n{}", args::USAGE)),
+        _ => (129, format!("{err}\n")),
     };
-    stderr.message(text.as_bytes());
+    // The option names in the message are the bytes given, not UTF-8 alone.
+    stderr.message(&crate::fatal::message_bytes(&text));
     let first_line = text.lines().next().unwrap_or_default();
     Outcome {
         code,
@@ -264,18 +260,16 @@ fn usage(err: UsageError, io: &Io<'_>) -> Outcome {
 
 /// git's option checks after parsing, in git's order, and the options cat-blobd refuses.
 fn check(args: Args) -> Result<Args, UsageError> {
-    let fatal = |message: String| Err(UsageError::Fatal(message));
+    let fatal = |misuse: Misuse| Err(UsageError::Fatal(misuse));
     match args.filter {
         FilterSpec::None => {}
-        FilterSpec::Run(_) if args.batch.is_none() => {
-            return Err(UsageError::Short("objects filter only supported in batch mode".into()));
-        }
+        FilterSpec::Run(_) if args.batch.is_none() => return Err(UsageError::FilterNeedsBatch),
         FilterSpec::Run(_) => {}
-        FilterSpec::Refused(name) => return Err(UsageError::Short(format!("objects filter not supported: '{name}'"))),
+        FilterSpec::Refused(name) => return Err(UsageError::FilterRefused(name)),
     }
     let transform = matches!(args.mode, Some(CmdMode::Textconv | CmdMode::Filters));
     if args.path.is_some() && !transform {
-        return fatal("'--path=<path|tree-ish>' needs '--filters' or '--textconv'".into());
+        return fatal(Misuse::PathNeedsTransform);
     }
     if args.batch.is_none() {
         let needs_batch = [
@@ -286,30 +280,28 @@ fn check(args: Args) -> Result<Args, UsageError> {
             (args.nul, "-Z"),
         ];
         if let Some((_, flag)) = needs_batch.iter().find(|(set, _)| *set) {
-            return fatal(format!("'{flag}' requires a batch mode"));
+            return fatal(Misuse::RequiresBatch(flag));
         }
     }
     if args.batch.is_some() {
         let transform_or_all =
             |mode: &CmdMode| matches!(mode, CmdMode::AllObjects | CmdMode::Textconv | CmdMode::Filters);
         if let Some(mode) = args.mode.filter(|mode| !transform_or_all(mode)) {
-            return fatal(format!("'{}' is incompatible with batch mode", mode.flag()));
+            return fatal(Misuse::IncompatibleWithBatch(mode.flag()));
         }
         if !args.rest.is_empty() {
-            return fatal("batch modes take no arguments".into());
+            return fatal(Misuse::BatchTakesNoArguments);
         }
         return refuse_transforms(args);
     }
     let args = match (args.mode, args.rest.len()) {
-        (Some(mode @ (CmdMode::Textconv | CmdMode::Filters)), 0) => {
-            fatal(format!("<rev> required with '{}'", mode.flag()))
-        }
-        (Some(mode), 0) => fatal(format!("<object> required with '{}'", mode.flag())),
+        (Some(mode @ (CmdMode::Textconv | CmdMode::Filters)), 0) => fatal(Misuse::RevRequired(mode.flag())),
+        (Some(mode), 0) => fatal(Misuse::ObjectRequired(mode.flag())),
         (Some(_), 1) => Ok(args),
-        (Some(_), _) => fatal("too many arguments".into()),
+        (Some(_), _) => fatal(Misuse::TooMany),
         (None, 0) => Err(UsageError::Usage),
         (None, 2) => Ok(args),
-        (None, n) => fatal(format!("only two arguments allowed in <type> <object> mode, not {n}")),
+        (None, n) => fatal(Misuse::OnlyTwo(n)),
     }?;
     refuse_transforms(args)
 }
@@ -317,11 +309,8 @@ fn check(args: Args) -> Result<Args, UsageError> {
 /// `--textconv` and `--filters` (with or without `--path`) need a work tree or attributes: once git's own
 /// checks pass, cat-blobd refuses them by name.
 fn refuse_transforms(args: Args) -> Result<Args, UsageError> {
-    let flag = match args.mode {
-        Some(CmdMode::Textconv) => "--textconv",
-        Some(CmdMode::Filters) => "--filters",
-        _ => return Ok(args),
-    };
-    let why = "it needs a work tree or attributes";
-    Err(UsageError::Unsupported(format!("cat-blobd cat-file does not support {flag}: {why}")))
+    match args.mode {
+        Some(mode @ (CmdMode::Textconv | CmdMode::Filters)) => Err(UsageError::Unsupported(mode.flag())),
+        _ => Ok(args),
+    }
 }
