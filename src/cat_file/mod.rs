@@ -199,15 +199,16 @@ pub fn run(
 }
 
 /// The index file of `repo`: `$GIT_INDEX_FILE` as git reads it, from the top of the work tree (the git
-/// directory's parent when it is a `.git`; a bare repository's commands run where they were started).
-fn index_file(repo: &Repo<'_>) -> std::path::PathBuf {
-    match repo.index_file {
-        Some(file) if file.is_relative() && repo.git_dir.file_name().is_some_and(|name| name == ".git") => {
-            repo.git_dir.parent().map_or_else(|| file.to_owned(), |top| top.join(file))
-        }
-        Some(file) => file.to_owned(),
-        None => repo.git_dir.join("index"),
-    }
+/// directory's parent when it is a `.git`; a bare repository's commands run where they were started), and shown
+/// as given; else `<git-dir>/index`.
+fn index_file(repo: &Repo<'_>) -> names::IndexFile {
+    let shown = repo.index_file.map_or_else(|| repo.git_dir.join("index"), Path::to_owned);
+    let top = repo.git_dir.parent().filter(|_| repo.git_dir.file_name().is_some_and(|name| name == ".git"));
+    let path = match top {
+        Some(top) if shown.is_relative() && repo.index_file.is_some() => top.join(&shown),
+        _ => shown.clone(),
+    };
+    names::IndexFile { path, shown }
 }
 
 /// `-t`, `-s`, `-e`, `-p` and `<type> <object>`: one object, one write.
