@@ -4,7 +4,7 @@ use std::io::Read;
 use super::command as request;
 use super::{Session, SessionError, StreamEngine};
 use crate::git_compat::strtoumax::strtoumax;
-use crate::line_reader::LineReader;
+use crate::io::line_reader::LineReader;
 use crate::store::ObjectId;
 
 impl<'a> Session<'a> {

@@ -148,7 +148,7 @@ fn format_line(format: LogFormat, ts: &str, event: &str, fields: &[(&str, Value<
 fn write_lines(lines: Receiver<Entry>, fd: OwnedFd, format: LogFormat, dropped: &AtomicU64) {
     let mut reported = 0;
     let write = |line: &str| {
-        let _ = crate::response::writev::GatherWriter::new(crate::response::writev::FdSink::new(fd.as_fd()))
+        let _ = crate::io::writev::GatherWriter::new(crate::io::writev::FdSink::new(fd.as_fd()))
             .write_all(&mut [std::io::IoSlice::new(line.as_bytes())]);
     };
     for entry in lines {

@@ -1,0 +1,5 @@
+//! Bytes in and out of file descriptors, for every module that reads a command stream or writes to an fd: the
+//! line reader of the input side ([`line_reader`]) and the gather-writer of the output side ([`writev`]). It
+//! knows nothing of what the bytes mean.
+pub(crate) mod line_reader;
+pub mod writev;
