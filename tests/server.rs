@@ -903,12 +903,33 @@ fn server_connection_limit_queues_or_refuses() {
     let holder = UnixStream::connect(&queueing.socket).unwrap();
     (&holder).write_all(b"progress holding\n").unwrap();
     (&holder).read_exact(&mut line).unwrap();
-    let socket = queueing.socket.clone();
-    let waiting = thread::spawn(move || plain(&socket, request.into_bytes()));
-    thread::sleep(Duration::from_millis(100));
-    assert!(!waiting.is_finished(), "the second client waits while the first is open");
+    let waiting = UnixStream::connect(&queueing.socket).unwrap();
+    (&waiting).write_all(request.as_bytes()).unwrap();
+    waiting.shutdown(Shutdown::Write).unwrap();
+    // Once the daemon has accepted the second client, and answered the first after that, the second still has no
+    // answer. Accepted: the holder, the second client and each `stats` asked so far (a connection of its own).
+    let start = Instant::now();
+    for asked in 1.. {
+        if queueing.stat("connections_total") >= 2 + asked {
+            break;
+        }
+        assert!(start.elapsed() < WAIT, "the second client was never accepted: {:?}", queueing.stats());
+        thread::sleep(Duration::from_millis(10));
+    }
+    (&holder).write_all(b"progress holding\n").unwrap();
+    (&holder).read_exact(&mut line).unwrap();
+    waiting.set_nonblocking(true).unwrap();
+    let early = (&waiting).read(&mut [0u8; 1]);
+    assert!(
+        matches!(&early, Err(err) if err.kind() == std::io::ErrorKind::WouldBlock),
+        "the second client waits while the first is open: {early:?}"
+    );
+    waiting.set_nonblocking(false).unwrap();
+    waiting.set_read_timeout(Some(WAIT)).unwrap();
     drop(holder);
-    assert_bytes_eq("queued client", &expected, &waiting.join().unwrap());
+    let mut got = Vec::new();
+    (&waiting).read_to_end(&mut got).expect("the queued client's answer");
+    assert_bytes_eq("queued client", &expected, &got);
 }
 
 /// `--log-format json`: one JSON object per connection with the fields the issue names.

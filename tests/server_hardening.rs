@@ -327,9 +327,9 @@ fn hardening_a_shutdown_never_loses_a_marks_file() {
     let held = gate.next_open();
     daemon.signal(rustix::process::Signal::TERM);
     daemon.wait_for_log("shutdown");
-    // Longer than the grace period and the 2 s the stop gives cut streams: a daemon that abandons the export has
-    // exited by now.
-    thread::sleep(Duration::from_secs(4));
+    // Past the grace period and the 2 s the stop gives cut streams (a daemon that abandoned the export would
+    // exit then): the stop waits for the export.
+    wait_until_waiting_for_the_export(&mut daemon);
     gate.allow(held);
     // Later opens (the directory, synced after the rename) go through.
     thread::spawn(move || {
@@ -344,6 +344,24 @@ fn hardening_a_shutdown_never_loses_a_marks_file() {
     assert_eq!(std::fs::read(&marks).expect("the marks file"), format!(":1 {}\n", blob_id(b"abc")).into_bytes());
     let status = crate::util::wait_with_timeout(&mut child, WAIT, "connect".as_ref());
     assert!(status.success(), "{status}: {}", escape(&stderr.join().unwrap()));
+}
+
+/// Waits until the daemon's stop waits for the exports in progress: its main thread, which waits for cut streams
+/// in `poll`, then sleeps on the export gate's condition variable (a futex).
+fn wait_until_waiting_for_the_export(daemon: &mut Daemon) {
+    let syscall = format!("/proc/{}/syscall", daemon.child.id());
+    let start = Instant::now();
+    loop {
+        let now = std::fs::read_to_string(&syscall).unwrap_or_default();
+        if now.split(' ').next() == Some(libc::SYS_futex.to_string().as_str()) {
+            return;
+        }
+        if let Some(status) = daemon.child.try_wait().expect("try_wait") {
+            panic!("the daemon exited ({status}) with an export in progress:\n{}", daemon.log());
+        }
+        assert!(start.elapsed() < WAIT, "the stop never waited for the export ({now}):\n{}", daemon.log());
+        thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// The id git gives a blob of `content`.

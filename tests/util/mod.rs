@@ -417,10 +417,23 @@ pub fn hang_up_after_first_bytes(
     timeout: Duration,
     what: &str,
 ) -> (ExitStatus, Vec<u8>) {
+    hang_up_after_first_bytes_and(child, input, timeout, what, |_| {})
+}
+
+/// [`hang_up_after_first_bytes`], calling `after_first` with the child once its first bytes are read (to see
+/// what it runs then), before closing its stdout.
+pub fn hang_up_after_first_bytes_and(
+    child: &mut Child,
+    input: Vec<u8>,
+    timeout: Duration,
+    what: &str,
+    after_first: impl FnOnce(&Child),
+) -> (ExitStatus, Vec<u8>) {
     let feeder = feed_stdin(child, input);
     let mut stdout = child.stdout.take().expect("stdout");
     let mut first = [0u8; 100];
     stdout.read_exact(&mut first).unwrap_or_else(|err| panic!("{what}: the first bytes: {err}"));
+    after_first(child);
     drop(stdout);
     let stderr = read_all(child.stderr.take().expect("stderr"));
     let status = wait_with_timeout(child, timeout, what.as_ref());
