@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::cat_file::{Stderr, assert_same, fixture_word, repo, run};
+use crate::util::cat_file::{Stderr, assert_same, fixture_word, repo, run};
 use crate::util::{CAT_BLOBD, Output, TempDir, assert_bytes_eq, build_with_script, escape};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-cat-file-255-fixtures.sh");

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 
-use crate::server::{Daemon, WAIT, connect, direct, mixed_stream, plain, spawn_connect};
+use crate::server::mixed_stream;
+use crate::util::case::sha1_blob_id;
+use crate::util::daemon::{Daemon, WAIT, connect, direct, join_within, plain, spawn_connect};
 use crate::util::{CAT_BLOBD, Fixture, TempDir, assert_bytes_eq, escape, read_all, rev_parse};
 
 /// The first bytes every `connect` hello starts with, whatever the protocol version.
@@ -186,7 +188,7 @@ fn hardening_silent_connections_hold_no_slot_and_meet_the_hello_deadline() {
     let expected = direct(fixture, &stream, false, &[]).stdout;
     let (socket, copy) = (daemon.socket.clone(), stream.clone());
     let served = thread::spawn(move || plain(&socket, copy));
-    let got = crate::server::join_within(served, WAIT, "a stream while silent connections are open");
+    let got = join_within(served, WAIT, "a stream while silent connections are open");
     assert_bytes_eq("stream beside silent connections", &expected, &got);
     let out = connect(&daemon.socket, &stream, false, &[]);
     assert!(out.status.success(), "{}", out.describe());
@@ -341,7 +343,7 @@ fn hardening_a_shutdown_never_loses_a_marks_file() {
     let status = daemon.wait();
     assert!(status.success(), "{status}: {}", daemon.log());
     assert!(!marks_dir.join("m.lock").exists(), "a lock file was left: {}", daemon.log());
-    assert_eq!(std::fs::read(&marks).expect("the marks file"), format!(":1 {}\n", blob_id(b"abc")).into_bytes());
+    assert_eq!(std::fs::read(&marks).expect("the marks file"), format!(":1 {}\n", sha1_blob_id(b"abc")).into_bytes());
     let status = crate::util::wait_with_timeout(&mut child, WAIT, "connect".as_ref());
     assert!(status.success(), "{status}: {}", escape(&stderr.join().unwrap()));
 }
@@ -362,19 +364,6 @@ fn wait_until_waiting_for_the_export(daemon: &mut Daemon) {
         assert!(start.elapsed() < WAIT, "the stop never waited for the export ({now}):\n{}", daemon.log());
         thread::sleep(Duration::from_millis(5));
     }
-}
-
-/// The id git gives a blob of `content`.
-fn blob_id(content: &[u8]) -> String {
-    let mut child = Command::new("git")
-        .args(["hash-object", "--stdin"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(content).unwrap();
-    let out = child.wait_with_output().unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
 /// A directory every uid may traverse, for a socket that clients of another uid must reach; removed on drop.
@@ -421,7 +410,7 @@ fn hardening_a_flood_of_refused_peers_is_cheap_and_logged_with_counts() {
         assert!(out.stderr.starts_with(b"fatal: "), "{}", escape(&out.stderr));
     }
     let elapsed = start.elapsed();
-    crate::server::join_within(admitted, WAIT, "the admitted client");
+    join_within(admitted, WAIT, "the admitted client");
     assert_eq!(daemon.stat("connections_refused"), flood);
     daemon.signal(rustix::process::Signal::TERM);
     assert!(daemon.wait().success());
@@ -666,7 +655,7 @@ fn blob_and_cat(mark: u64, content: &str) -> String {
 
 /// git's answer to `cat-blob` of a blob of `content`.
 fn cat_blob_answer(content: &str) -> Vec<u8> {
-    format!("{} blob {}\n{content}\n", blob_id(content.as_bytes()), content.len()).into_bytes()
+    format!("{} blob {}\n{content}\n", sha1_blob_id(content.as_bytes()), content.len()).into_bytes()
 }
 
 /// A stream may define at most --max-stream-blobs distinct blobs and spill at most --max-spill-bytes of them, in
@@ -761,7 +750,7 @@ fn hardening_a_spilled_blob_is_served_without_allocating_its_length() {
     let mut stream = format!("blob\nmark :1\ndata {size}\n").into_bytes();
     stream.extend_from_slice(&content);
     stream.extend_from_slice(b"\ncat-blob :1\ncat-blob :1\n");
-    let mut expected = format!("{} blob {size}\n", blob_id(&content)).into_bytes();
+    let mut expected = format!("{} blob {size}\n", sha1_blob_id(&content)).into_bytes();
     expected.extend_from_slice(&content);
     expected.push(b'\n');
     let expected = expected.repeat(2);
