@@ -643,9 +643,13 @@ fn server_shutdown_abandons_a_stream_stuck_on_a_full_pipe() {
     let mut daemon = Daemon::start(&fixture.git_dir(), &["--grace", "0.1"]);
     let mut child = spawn_connect(&daemon.socket, &[], Stdio::piped(), Stdio::piped());
     let feeder = crate::util::feed_stdin(&mut child, format!("cat-blob {}\n", five_mib()).repeat(40).into_bytes());
-    let _unread_stdout = child.stdout.take().unwrap();
+    let unread_stdout = child.stdout.take().unwrap();
     let stderr = read_all(child.stderr.take().unwrap());
-    daemon.wait_for_stat("connections_open", 2);
+    // The first answer (5 MiB) has begun in the pipe, which holds less: the stream is stuck in that write. (An open
+    // connection alone is not enough: a stream not yet writing is cut cleanly, not abandoned.)
+    let mut readable = [rustix::event::PollFd::new(&unread_stdout, rustix::event::PollFlags::IN)];
+    let timeout = rustix::event::Timespec { tv_sec: WAIT.as_secs() as i64, tv_nsec: 0 };
+    assert_eq!(rustix::event::poll(&mut readable, Some(&timeout)).unwrap(), 1, "no answer began: {}", daemon.log());
     daemon.signal(rustix::process::Signal::TERM);
     assert!(daemon.wait().success(), "{}", daemon.log());
     assert!(daemon.log().contains("outcome=abandoned"), "{}", daemon.log());
