@@ -42,9 +42,7 @@ macro_rules! clients_or_skip {
         match clients() {
             Ok(dir) => dir,
             Err(why) => {
-                eprintln!("SKIPPED {}: the cat-file clients are not installed ({why})", module_path!());
-                println!("SKIPPED {}: the cat-file clients are not installed ({why})", module_path!());
-                return;
+                return crate::util::skip::record(&format!("the cat-file clients are not installed ({why})"));
             }
         }
     };

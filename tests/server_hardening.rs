@@ -20,6 +20,7 @@ use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 use crate::server::mixed_stream;
 use crate::util::case::sha1_blob_id;
 use crate::util::daemon::{Daemon, WAIT, connect, direct, join_within, plain, spawn_connect};
+use crate::util::skip::{is_root, record, skip_unless};
 use crate::util::{CAT_BLOBD, Fixture, TempDir, assert_bytes_eq, escape, read_all, rev_parse};
 
 /// The first bytes every `connect` hello starts with, whatever the protocol version.
@@ -311,14 +312,14 @@ use std::os::fd::AsRawFd;
 /// and leaves the marks file complete and no lock file. (Before, it gave cut streams 2 s and exited, which left
 /// `m.lock` and no `m`; the export is held here in the open of its lock file by a fanotify permission watch.)
 #[test]
+#[ignore = "needs fanotify (root): .ci/run runs it with --ignored"]
 fn hardening_a_shutdown_never_loses_a_marks_file() {
     let fixture = Fixture::Basic;
     let dir = TempDir::new("marks-at-shutdown");
     let marks_dir = dir.path().join("marks");
     std::fs::create_dir(&marks_dir).unwrap();
     let Some(gate) = OpenGate::watch(&marks_dir) else {
-        eprintln!("hardening_a_shutdown_never_loses_a_marks_file: no fanotify (needs CAP_SYS_ADMIN); skipped");
-        return;
+        return record("needs fanotify (CAP_SYS_ADMIN)");
     };
     let mut daemon = Daemon::start(&fixture.git_dir(), &["--grace", "0.1"]);
     let marks = marks_dir.join("m");
@@ -384,11 +385,9 @@ const NOBODY: u32 = 65534;
 /// A flood of connections from a uid the daemon refuses costs no thread or slot and no log flood: at most one
 /// line a second, with counts that add up; an admitted client is served meanwhile. (Before: one line each.)
 #[test]
+#[ignore = "needs root: .ci/run runs it with --ignored"]
 fn hardening_a_flood_of_refused_peers_is_cheap_and_logged_with_counts() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("hardening_a_flood_of_refused_peers_is_cheap_and_logged_with_counts: not root; skipped");
-        return;
-    }
+    skip_unless!(is_root(), "needs root");
     let fixture = Fixture::Basic;
     let dir = shared_dir("refused-flood");
     let socket = dir.path().join("socket");
@@ -426,16 +425,11 @@ fn hardening_a_flood_of_refused_peers_is_cheap_and_logged_with_counts() {
 
 /// A peer in a pid namespace the daemon cannot see has pid 0 in SO_PEERCRED: it is served, with its real uid.
 #[test]
+#[ignore = "needs root: .ci/run runs it with --ignored"]
 fn hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0: not root; skipped");
-        return;
-    }
+    skip_unless!(is_root(), "needs root");
     let works = Command::new("unshare").args(["--pid", "--fork", "true"]).status().is_ok_and(|s| s.success());
-    if !works {
-        eprintln!("hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0: unshare --pid fails here; skipped");
-        return;
-    }
+    skip_unless!(works, "unshare --pid fails here");
     let fixture = Fixture::Basic;
     let dir = TempDir::new("pidns");
     let socket = dir.path().join("socket");
@@ -445,10 +439,7 @@ fn hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0() {
     cmd.arg("--git-dir").arg(fixture.git_dir());
     let mut daemon = Daemon::from_command(cmd, &socket);
     daemon.wait_until_listening();
-    if !daemon.log().contains(" pid=1 ") {
-        eprintln!("hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0: no pid namespace; skipped");
-        return;
-    }
+    skip_unless!(daemon.log().contains(" pid=1 "), "no pid namespace");
     let stream = mixed_stream(14);
     assert_bytes_eq("peer outside", &direct(fixture, &stream, false, &[]).stdout, &plain(&socket, stream));
     daemon.wait_for_log(" kind=plain uid=0 pid=0 ");
@@ -497,11 +488,9 @@ fn fake_daemon_received(mut child: std::process::Child) -> (usize, usize) {
 /// `connect` checks who listens before handing over its fds: a socket created by another uid (not root) gets
 /// nothing, unless --server-uid names that uid.
 #[test]
+#[ignore = "needs root: .ci/run runs it with --ignored"]
 fn hardening_connect_hands_nothing_to_a_daemon_of_another_uid() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("hardening_connect_hands_nothing_to_a_daemon_of_another_uid: not root; skipped");
-        return;
-    }
+    skip_unless!(is_root(), "needs root");
     let dir = shared_dir("server-uid");
     let socket = dir.path().join("socket");
     let other = 12345;

@@ -16,6 +16,7 @@ pub mod case;
 pub mod cat_file;
 pub mod daemon;
 pub mod shim;
+pub mod skip;
 mod test_git;
 
 pub use test_git::{messages_differ_in_case, test_git_path, test_git_version};
