@@ -1,24 +1,18 @@
 //! The `git cat-file` front end: the same flags, bytes and exit statuses as the installed git's.
 //!
 //! `args` parses the command line as git does; `single` answers `-t`, `-s`, `-e`, `-p` and `<type> <object>`;
-//! `batch` answers `--batch`, `--batch-check`, `--batch-command` and `--batch-all-objects`; `names` resolves
-//! object names; `format` expands `%(atoms)`; `tree` walks and prints trees.
-mod ambiguous;
+//! `batch` answers `--batch`, `--batch-check`, `--batch-command` and `--batch-all-objects`; `names/` resolves
+//! object names; `format` expands `%(atoms)`; `print_tree` prints trees for `-p`.
 pub mod args;
 mod batch;
 pub mod filter;
 pub mod format;
-mod index;
 mod job;
 mod mailmap;
-mod name_error;
 pub mod names;
 mod output;
-mod reflog;
-mod search;
+mod print_tree;
 mod single;
-mod symlinks;
-mod tree;
 
 use std::io::Read;
 use std::os::fd::BorrowedFd;

@@ -8,7 +8,7 @@ use super::args::{Args, CmdMode};
 use super::mailmap::Mailmap;
 use super::names::{NameError, Names, Resolved};
 use super::output::Output;
-use super::{CatFileError, tree};
+use super::{CatFileError, print_tree};
 use crate::fatal::Bytes;
 use crate::store::{Damage, Data, Info, Object, ObjectId, ReadError};
 
@@ -49,7 +49,7 @@ pub(crate) fn run(
             let not_valid = || CatFileError::git(format!("Not a valid object name {}", Bytes(name)));
             let object = store.read(&id, names.resolver)?.ok_or_else(not_valid)?;
             if object.kind == Kind::Tree {
-                out.push(tree::ls_tree(&object.data, store.object_hash(), quote_path)?);
+                out.push(print_tree::ls_tree(&object.data, store.object_hash(), quote_path)?);
             } else {
                 push_mapped(out, mailmap, object.kind, object.data);
             }

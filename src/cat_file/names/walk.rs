@@ -1,11 +1,10 @@
 //! Walking from one object to another as git's name resolution does (tags to their targets, commits to their
-//! trees and parents, trees to their entries), and printing a tree as `git ls-tree` does for `cat-file -p`.
-//! gix-object parses every object; only git's peeling rules are written here.
+//! trees and parents, trees to their entries). gix-object parses every object; only git's peeling rules are
+//! written here.
 use gix_hash::ObjectId;
 use gix_object::{CommitRefIter, Kind, TagRefIter, TreeRefIter};
 
-use super::name_error::NameError;
-use crate::git_compat::quote::quote_c_style;
+use super::error::NameError;
 use crate::store::{Object, Resolver, Store};
 
 /// The type of `id` (after replace refs), from headers only.
@@ -182,23 +181,4 @@ fn find_tree_entry(data: &[u8], hash: gix_hash::Kind, name: &[u8]) -> Step {
         return Step::Descend(entry.oid.to_owned(), name.len() - len - 1);
     }
     Step::NotFound
-}
-
-/// A tree as `git ls-tree <tree>` prints it: `<mode> SP <type> SP <id> TAB <path> LF` per entry, the path
-/// quoted as `core.quotePath` says.
-pub(crate) fn ls_tree(data: &[u8], hash: gix_hash::Kind, quote_path: bool) -> Result<Vec<u8>, NameError> {
-    let mut out = Vec::with_capacity(data.len() * 2);
-    for entry in TreeRefIter::from_bytes(data, hash) {
-        let entry = entry.map_err(|_| NameError::Missing)?;
-        let kind = entry.mode.kind();
-        let type_name = match kind {
-            gix_object::tree::EntryKind::Tree => "tree",
-            gix_object::tree::EntryKind::Commit => "commit",
-            _ => "blob",
-        };
-        out.extend_from_slice(format!("{:06o} {type_name} {}\t", kind as u32, entry.oid).as_bytes());
-        quote_c_style(entry.filename, quote_path, &mut out);
-        out.push(b'\n');
-    }
-    Ok(out)
 }

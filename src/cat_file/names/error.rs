@@ -1,5 +1,6 @@
 //! Why an object name names no object: the one error type of name resolution, shared by the resolver
-//! (`names`) and the tree walks it calls (`tree`, `symlinks`), so that neither imports the other's module.
+//! (`resolve`) and the walks it calls (`walk`, `symlinks`, `reflog`, `search`), so that none imports another's
+//! module.
 use gix_hash::ObjectId;
 use gix_object::Kind;
 

@@ -5,8 +5,8 @@ use gix_hash::ObjectId;
 use gix_object::Kind;
 use gix_object::tree::EntryKind;
 
-use super::name_error::NameError;
-use super::tree;
+use super::error::NameError;
+use super::walk;
 use crate::store::{Resolver, Store};
 
 /// git's `GET_TREE_ENTRY_FOLLOW_SYMLINKS_MAX_LINKS`.
@@ -103,7 +103,7 @@ fn enter(
     id: ObjectId,
     parents: &mut Vec<Dir>,
 ) -> Result<Option<ObjectId>, NameError> {
-    let Some(root) = tree::peel_to_kind(store, resolver, id, Kind::Tree)? else { return Ok(None) };
+    let Some(root) = walk::peel_to_kind(store, resolver, id, Kind::Tree)? else { return Ok(None) };
     let data = store.read(&root, resolver)?.map(|object| object.data).unwrap_or_default();
     parents.push(Dir { id: root, data });
     Ok(Some(root))

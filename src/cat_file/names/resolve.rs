@@ -9,10 +9,11 @@ use gix_hash::{ObjectId, Prefix};
 use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
 
 use super::ambiguous::{self, Needs};
-pub use super::name_error::NameError;
+use super::error::NameError;
 use super::symlinks::{self, Followed};
-use super::tree;
+use super::walk;
 use super::{index, reflog, search};
+use crate::cat_file::output::Messages;
 use crate::store::{PrefixMatch, Resolver, Store};
 
 /// A resolved name: the object and, for `<rev>:<path>`, the tree entry's mode.
@@ -32,7 +33,7 @@ pub struct Names<'a> {
     /// `extensions.compatObjectFormat` is set: ids of the other hash's length are refused by name.
     pub compat_object_format: bool,
     /// Where git's warnings about names go.
-    pub messages: super::output::Messages<'a>,
+    pub messages: Messages<'a>,
 }
 
 impl Names<'_> {
@@ -283,7 +284,7 @@ impl Spec<'_, '_> {
                 Err(err) => self.fail(err),
             };
         }
-        match tree::lookup_path(store, self.names.resolver, id, path) {
+        match walk::lookup_path(store, self.names.resolver, id, path) {
             Ok(Some((entry, mode))) => self.set_entry(entry, mode),
             Ok(None) => self.fail(NameError::PathMissing { path: path.to_vec(), rev: Vec::new() }),
             Err(err) => self.fail(err),
@@ -348,7 +349,7 @@ impl Spec<'_, '_> {
         if onion.ends_with(b"^0") {
             return self.commit_reference(id);
         }
-        match tree::peel_or_dead_end(self.names.store, self.names.resolver, id, kind)? {
+        match walk::peel_or_dead_end(self.names.store, self.names.resolver, id, kind)? {
             Some(Err(reached)) => {
                 // git's `peel_to_type` names the name up to this `^{<type>}`.
                 let message = format!(
@@ -368,12 +369,12 @@ impl Spec<'_, '_> {
     /// after git's complaint that it leads to some other type.
     fn commit_reference(&mut self, id: ObjectId) -> Result<Option<ObjectId>, NameError> {
         let store = self.names.store;
-        let peeled = match tree::peel_tags(store, self.names.resolver, id) {
+        let peeled = match walk::peel_tags(store, self.names.resolver, id) {
             Ok(peeled) => peeled,
             Err(NameError::Missing) => return Ok(None),
             Err(err) => return Err(err),
         };
-        match tree::kind_of(store, &peeled)? {
+        match walk::kind_of(store, &peeled)? {
             Some(gix_object::Kind::Commit) => Ok(Some(peeled)),
             Some(other) => {
                 // git 2.55 names the object as given (2.47 named the tag's target).
@@ -513,8 +514,8 @@ impl delegate::Navigate for Spec<'_, '_> {
             other => return self.step(other),
         };
         let result = match kind {
-            Traversal::NthParent(n) => tree::nth_parent(self.names.store, self.names.resolver, id, n),
-            Traversal::NthAncestor(n) => tree::nth_ancestor(self.names.store, self.names.resolver, id, n),
+            Traversal::NthParent(n) => walk::nth_parent(self.names.store, self.names.resolver, id, n),
+            Traversal::NthAncestor(n) => walk::nth_ancestor(self.names.store, self.names.resolver, id, n),
         };
         self.step(result)
     }
@@ -527,9 +528,9 @@ impl delegate::Navigate for Spec<'_, '_> {
                 let peeled = self.peel_onion(id, kind);
                 self.step(peeled)
             }
-            PeelTo::ValidObject => self.step(tree::kind_of(store, &id).map(|kind| kind.map(|_| id))),
+            PeelTo::ValidObject => self.step(walk::kind_of(store, &id).map(|kind| kind.map(|_| id))),
             PeelTo::RecursiveTagObject => {
-                let peeled = tree::peel_tags(store, self.names.resolver, id).map(Some);
+                let peeled = walk::peel_tags(store, self.names.resolver, id).map(Some);
                 self.step(peeled)
             }
             PeelTo::Path(path) => self.path(id, path),

@@ -9,7 +9,7 @@ use std::collections::{BinaryHeap, HashSet};
 use gix_hash::ObjectId;
 use gix_object::{CommitRef, Kind};
 
-use super::name_error::NameError;
+use super::error::NameError;
 use crate::store::{Resolver, Store};
 
 /// The youngest commit reachable from `starts` whose message matches `pattern` (or, `negated`, does not).
@@ -69,8 +69,8 @@ pub(crate) fn commits_of(
 ) -> Result<Vec<ObjectId>, NameError> {
     let mut starts = Vec::new();
     for id in tips {
-        let Ok(peeled) = super::tree::peel_tags(store, resolver, *id) else { continue };
-        if super::tree::kind_of(store, &peeled)? == Some(Kind::Commit) {
+        let Ok(peeled) = super::walk::peel_tags(store, resolver, *id) else { continue };
+        if super::walk::kind_of(store, &peeled)? == Some(Kind::Commit) {
             starts.push(peeled);
         }
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use gix_hash::ObjectId;
 
-use super::name_error::NameError;
+use super::error::NameError;
 
 /// git's `ref_rev_parse_rules`, the order in which a short name is tried as a reference.
 const RULES: [(&str, &str); 6] = [

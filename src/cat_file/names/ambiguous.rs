@@ -10,7 +10,7 @@
 use gix_hash::{ObjectId, Prefix};
 use gix_object::Kind;
 
-use super::output::Messages;
+use crate::cat_file::output::Messages;
 use crate::fatal::Bytes;
 use crate::store::{PrefixMatch, Resolver, Store};
 
@@ -48,7 +48,7 @@ impl Needs {
     pub(crate) fn met_by(self, store: &Store, resolver: &mut Resolver, id: &ObjectId) -> bool {
         let kind = |id: &ObjectId| store.info(id, false).ok().flatten().map(|info| info.kind);
         let tagged = |resolver: &mut Resolver| {
-            super::tree::peel_tags(store, resolver, *id).ok().and_then(|target| kind(&target))
+            super::walk::peel_tags(store, resolver, *id).ok().and_then(|target| kind(&target))
         };
         match (self, kind(id)) {
             (Needs::Anything, _) => true,
