@@ -74,23 +74,28 @@ fn repo() -> &'static Path {
             git update-ref refs/namespaces/ns/refs/heads/main HEAD
             git replace "$(git rev-parse HEAD:a.txt)" "$(git rev-parse HEAD:dir/b)"
         "#;
-        let mut cmd = Command::new("sh");
-        clean_git_env(&mut cmd);
-        for (name, value) in [
-            ("GIT_AUTHOR_NAME", "A U Thor"),
-            ("GIT_AUTHOR_EMAIL", "author@example.com"),
-            ("GIT_AUTHOR_DATE", "1112911993 -0700"),
-            ("GIT_COMMITTER_NAME", "C O Mitter"),
-            ("GIT_COMMITTER_EMAIL", "committer@example.com"),
-            ("GIT_COMMITTER_DATE", "1112911993 -0700"),
-        ] {
-            cmd.env(name, value);
-        }
-        let out = cmd.arg("-c").arg(script).arg("sh").arg(&top).output().expect("sh");
-        assert!(out.status.success(), "making the repository: {}", escape(&out.stderr));
+        run_script(script, &[&top]);
         (dir, top)
     });
     top
+}
+
+/// Runs a fixture `script` with `args` (`$1`, …), with git's environment cleaned and pinned authors and dates.
+fn run_script(script: &str, args: &[&Path]) {
+    let mut cmd = Command::new("sh");
+    clean_git_env(&mut cmd);
+    for (name, value) in [
+        ("GIT_AUTHOR_NAME", "A U Thor"),
+        ("GIT_AUTHOR_EMAIL", "author@example.com"),
+        ("GIT_AUTHOR_DATE", "1112911993 -0700"),
+        ("GIT_COMMITTER_NAME", "C O Mitter"),
+        ("GIT_COMMITTER_EMAIL", "committer@example.com"),
+        ("GIT_COMMITTER_DATE", "1112911993 -0700"),
+    ] {
+        cmd.env(name, value);
+    }
+    let out = cmd.arg("-c").arg(script).arg("sh").args(args).output().expect("sh");
+    assert!(out.status.success(), "making the repository: {}", escape(&out.stderr));
 }
 
 fn rev(rev: &str) -> String {
@@ -268,20 +273,7 @@ fn mailmap_repo() -> &'static (PathBuf, PathBuf) {
             mkdir dir && printf 'beta\n' >dir/b && printf '\303\274\n' >"$(printf '\303\274.txt')"
             git add . && git commit -q -m first && git tag -a -m tag v1
         "#;
-        let mut cmd = Command::new("sh");
-        clean_git_env(&mut cmd);
-        for (name, value) in [
-            ("GIT_AUTHOR_NAME", "A U Thor"),
-            ("GIT_AUTHOR_EMAIL", "author@example.com"),
-            ("GIT_AUTHOR_DATE", "1112911993 -0700"),
-            ("GIT_COMMITTER_NAME", "C O Mitter"),
-            ("GIT_COMMITTER_EMAIL", "committer@example.com"),
-            ("GIT_COMMITTER_DATE", "1112911993 -0700"),
-        ] {
-            cmd.env(name, value);
-        }
-        let out = cmd.arg("-c").arg(script).arg("sh").arg(&top).arg(&outside).output().expect("sh");
-        assert!(out.status.success(), "making the repository: {}", escape(&out.stderr));
+        run_script(script, &[&top, &outside]);
         (dir, (top, outside))
     });
     paths

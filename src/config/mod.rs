@@ -249,11 +249,13 @@ mod tests {
 
     #[test]
     fn parameters_come_last_and_keep_bare_keys_true() {
-        let text = b"'core.quotePath'='false' 'Core.IgnoreCase'= 'mailmap.blob'='HEAD:m' 'a.Sub.b'='x'";
+        let text = b"'core.quotePath'='false' 'Core.IgnoreCase'= 'core.useReplaceRefs'='' 'mailmap.blob'='HEAD:m' \
+                     'a.Sub.b'='x'";
         let config = from_parameters(text).unwrap().unwrap();
         let read = Config::read(&config, |_| None, None, Path::new("GIT_CONFIG_PARAMETERS")).unwrap();
         assert!(!read.quote_path);
         assert!(read.ignore_case);
+        assert!(!read.use_replace_refs, "an empty value is false, as git reads it");
         assert_eq!(read.mailmap.blob.as_deref(), Some(&b"HEAD:m"[..]));
         assert_eq!(config.string("a.Sub.b").as_deref().map(|v| v.to_vec()), Some(b"x".to_vec()));
         assert!(from_parameters(b"").unwrap().is_none());
