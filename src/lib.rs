@@ -12,6 +12,7 @@
 //! response/      object bytes -> responses     (response encoding, gathered into one writev by io/)
 //! server/        many streams, one store       (daemon mode over a Unix socket)
 //! shim/          the binary run as `git`       (cat-file and fast-import here, the rest to the real git)
+//! config/        git's configuration: the keys cat-blobd reads, `GIT_CONFIG_PARAMETERS` (read and written)
 //! git_compat/    leaf helpers that copy git's C behaviour
 //! ```
 //!
@@ -23,6 +24,7 @@
 
 pub mod cat_file;
 pub mod cli;
+pub mod config;
 mod engine;
 pub mod fast_import;
 pub mod fatal;

@@ -507,8 +507,8 @@ impl<'a> Session<'a> {
         if self.settings.import_marks.is_some() && !self.import_done {
             return;
         }
-        if let Err(message) = self.marks.export(&path) {
-            self.message(&report_line("error: ", &message));
+        if let Err(err) = self.marks.export(&path) {
+            self.message(&report_line("error: ", &err.to_string()));
             self.failure = true;
         }
     }
