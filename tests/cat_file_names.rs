@@ -4,7 +4,7 @@
 //! are those of fixtures/make-cat-file-fixtures.sh.
 use std::path::Path;
 
-use crate::cat_file::{Stderr, assert_same, fixture_word, repo, run};
+use crate::util::cat_file::{Stderr, assert_same, fixture_word, repo, run};
 use crate::util::{CAT_BLOBD, escape, git};
 
 /// The git to compare with: `CAT_BLOBD_TEST_GIT`, else the installed `git`.

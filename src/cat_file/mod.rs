@@ -101,9 +101,9 @@ pub(crate) enum CatFileError {
     #[error(transparent)]
     Read(#[from] ReadError),
     #[error(transparent)]
-    Write(#[from] crate::response::writev::WriteError),
+    Write(#[from] crate::io::writev::WriteError),
     #[error(transparent)]
-    Input(#[from] crate::line_reader::ReadError),
+    Input(#[from] crate::io::line_reader::ReadError),
     /// git's own `die()` messages, word for word.
     #[error(transparent)]
     Git(#[from] die::Die),

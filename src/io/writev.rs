@@ -54,14 +54,10 @@ impl OutFd<'_> {
     /// is writing to `number`; owning it means nothing else can close it while the sink writes.
     #[allow(unsafe_code)]
     pub fn dup_of_process_fd(number: RawFd) -> OutFd<'static> {
-        // `BorrowedFd` reserves -1 as a niche (borrow_raw panics on it); no negative number names an fd anyway.
-        if number < 0 {
+        // SAFETY: the borrow lasts for the one `fcntl` call below, which cannot close the fd.
+        let Some(fd) = (unsafe { super::fd::borrow_if_open(number) }) else {
             return OutFd::NotOpen;
-        }
-        // SAFETY: the borrow lasts for the one `fcntl` call below and nothing can close the fd during it. If
-        // `number` is not open, the kernel answers `EBADF`: no memory is reached through the number, so that is
-        // an answer, not undefined behaviour.
-        let fd = unsafe { BorrowedFd::borrow_raw(number) };
+        };
         match rustix::io::fcntl_dupfd_cloexec(fd, 3) {
             Ok(owned) => OutFd::Owned(owned),
             Err(_) => OutFd::NotOpen,
