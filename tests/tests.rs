@@ -13,6 +13,7 @@ mod fuzz_replay;
 mod generated;
 mod grammar;
 mod hardening;
+mod history;
 mod inflate_prefix;
 mod interactive;
 mod ls;

@@ -140,7 +140,6 @@ pub struct Store {
     dirs: Vec<ObjectDir>,
     opener: PackOpener,
     options: StoreOptions,
-    rev_indexes: read::RevIndexes,
 }
 
 impl Store {
@@ -151,7 +150,7 @@ impl Store {
             .map(|path| ObjectDir { path, packs: RwLock::default(), scanned: Mutex::new(None) })
             .collect();
         let opener = PackOpener { hash, next_id: Arc::new(AtomicU32::new(0)) };
-        let store = Store { hash, dirs, opener, options, rev_indexes: Default::default() };
+        let store = Store { hash, dirs, opener, options };
         for dir in &store.dirs {
             store.rescan(dir);
         }

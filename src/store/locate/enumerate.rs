@@ -81,8 +81,8 @@ impl Store {
         }
         for set in self.snapshots() {
             for pack in set.all_packs(&self.opener) {
-                for (offset, position) in self.rev_index(pack).iter() {
-                    each(pack.index.oid_at(*position).to_owned(), Place(Where::Packed(Arc::clone(pack), *offset)));
+                for (offset, position) in pack.rev_index().iter() {
+                    each(pack.index.oid_at(position).to_owned(), Place(Where::Packed(Arc::clone(pack), offset)));
                 }
             }
         }

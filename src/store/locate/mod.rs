@@ -12,6 +12,7 @@ mod pack;
 mod pack_index;
 mod packset;
 pub(super) mod replace;
+pub(super) mod rev_index;
 
 pub(crate) use enumerate::PrefixMatch;
 pub(super) use midx::PackOpener;

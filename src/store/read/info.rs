@@ -3,10 +3,9 @@
 //! first bytes of the delta, and the type at the bottom of the delta chain; a loose object's header is the
 //! first bytes of its zlib stream. Only those few bytes are inflated.
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
@@ -38,14 +37,6 @@ pub(in crate::store) enum Where {
     /// The empty tree, which git knows without storing it.
     Virtual,
 }
-
-/// Each pack's entries in offset order, `(offset, index position)`, built the first time a disk size or
-/// delta base is asked of that pack (git's reverse index).
-#[derive(Default)]
-pub(in crate::store) struct RevIndexes(Mutex<HashMap<u32, RevIndex>>);
-
-/// One pack's `(offset, index position)` pairs, sorted by offset.
-pub(in crate::store) type RevIndex = Arc<Vec<(u64, u32)>>;
 
 /// A loose header is at most `<type> <20 digits>\0`.
 const LOOSE_HEADER_MAX: usize = 32;
@@ -124,13 +115,22 @@ impl Store {
                 delta::result_size(&head.map_err(at)?).map_err(|d| at(d.into()))?
             }
         };
-        let kind = self.chain_kind(id, pack, offset, entry.clone())?;
+        // Where the entry is in offset order, when a disk size or a chain's type is asked (a whole object's type
+        // is in its header).
+        let rev = (on_disk || entry.header.is_delta()).then(|| pack.rev_index());
+        let here = rev.and_then(|rev| rev.position(offset));
+        let kind = match entry.header.as_kind() {
+            Some(kind) => kind,
+            None => match rev.zip(here).and_then(|(rev, here)| rev.chain_kind(pack, here)) {
+                Some(kind) => kind,
+                None => self.chain_kind(id, pack, offset, entry.clone())?,
+            },
+        };
         let (mut disk_size, mut delta_base) = (0, None);
-        if on_disk {
-            let rev = self.rev_index(pack);
-            let here = rev.binary_search_by_key(&offset, |(o, _)| *o).map_err(|_| at(Damage::Truncated))?;
+        if let Some(rev) = rev.filter(|_| on_disk) {
+            let here = here.ok_or_else(|| at(Damage::Truncated))?;
             let next = match rev.get(here + 1) {
-                Some((next, _)) => *next,
+                Some((next, _)) => next,
                 None => pack.data_end().map_err(at)?,
             };
             disk_size = next.saturating_sub(offset);
@@ -138,9 +138,9 @@ impl Store {
                 Header::RefDelta { base_id } => Some(base_id),
                 Header::OfsDelta { base_distance } => {
                     let base = entry.checked_base_pack_offset(base_distance);
-                    let base = base.and_then(|base| rev.binary_search_by_key(&base, |(o, _)| *o).ok());
-                    let position = base.ok_or_else(|| at(Damage::BadBaseOffset))?;
-                    Some(pack.index.oid_at(rev[position].1).to_owned())
+                    let base = base.and_then(|base| rev.position(base));
+                    let position = base.and_then(|base| rev.get(base)).ok_or_else(|| at(Damage::BadBaseOffset))?;
+                    Some(pack.index.oid_at(position.1).to_owned())
                 }
                 _ => None,
             };
@@ -193,20 +193,6 @@ impl Store {
                 return Err(damaged(id, &pack, offset, Damage::DeltaCycle));
             }
         }
-    }
-
-    /// The pack's entries in offset order.
-    pub(in crate::store) fn rev_index(&self, pack: &Pack) -> RevIndex {
-        let mut map = self.rev_indexes.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let rev = map.entry(pack.id).or_insert_with(|| {
-            // An entry whose offset the index cannot give is left out: reading it reports the damage.
-            let mut rev: Vec<(u64, u32)> = (0..pack.index.num_objects())
-                .filter_map(|position| Some((pack.index.offset_at(position).ok()?, position)))
-                .collect();
-            rev.sort_unstable();
-            Arc::new(rev)
-        });
-        Arc::clone(rev)
     }
 }
 
