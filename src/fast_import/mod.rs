@@ -10,6 +10,7 @@ mod objects;
 pub(crate) mod options;
 mod outcome;
 mod reads;
+pub(crate) mod stream_blobs;
 pub(crate) mod write_through;
 
 pub use write_through::running_git_pid;
@@ -27,7 +28,6 @@ use crate::fatal::{Bytes, fatal_line, report_line};
 use crate::line_reader::{self, LineReader};
 use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
 use crate::store::cache::SharedCache;
-use crate::store::stream::{StreamBlobError, StreamBlobLimits, StreamBlobs};
 use crate::store::{Kind, ObjectId, ReadError, Resolver, Store};
 use ls::{LsError, LsOptions};
 use marks::{Marks, MarksError};
@@ -36,6 +36,7 @@ use objects::Objects;
 use options::{ImportMarks, OptionError, Settings};
 pub use outcome::{Exit, Outcome, Stats};
 use reads::{ReadJob, ReadWorker};
+use stream_blobs::{StreamBlobError, StreamBlobLimits, StreamBlobs};
 use write_through::{Git, GitEnd, GitError, WriteThrough};
 
 /// What makes a stream end with `fatal:` (exit 128), or with usage (exit 129).

@@ -12,7 +12,7 @@ const MAX_DEPTH: usize = 5;
 /// The object directories to search, in git's order: `objects_dir` first, then each alternate followed by its
 /// own alternates (depth first), then those from `GIT_ALTERNATE_OBJECT_DIRECTORIES`. Directories that do not
 /// exist and repeats are left out.
-pub(super) fn object_dirs(objects_dir: &Path, env_alternates: Option<&OsStr>) -> Vec<PathBuf> {
+pub(in crate::store) fn object_dirs(objects_dir: &Path, env_alternates: Option<&OsStr>) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     add(objects_dir.to_path_buf(), 0, &mut dirs);
     if let Some(list) = env_alternates {

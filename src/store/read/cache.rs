@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use lru::LruCache;
 
-use super::pack::EntryKey;
-use super::{Data, Object};
+use crate::store::locate::EntryKey;
+use crate::store::{Data, Object};
 
 /// What a byte-capped list holds, weighed by its bytes.
 pub(crate) trait Weighed: Clone {
@@ -198,16 +198,16 @@ impl SharedCache {
     }
 
     /// The inflated delta entry at `key`, if kept.
-    pub(super) fn get_delta(&self, key: EntryKey) -> Option<Data> {
+    pub(in crate::store) fn get_delta(&self, key: EntryKey) -> Option<Data> {
         self.lock_deltas().get(key)
     }
 
     /// Keeps an inflated delta entry.
-    pub(super) fn put_delta(&self, key: EntryKey, delta: Data) {
+    pub(in crate::store) fn put_delta(&self, key: EntryKey, delta: Data) {
         self.lock_deltas().put(key, delta, false)
     }
 
-    pub(super) fn count_inflated(&self, bytes: usize) {
+    pub(in crate::store) fn count_inflated(&self, bytes: usize) {
         self.inflated.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
@@ -220,17 +220,17 @@ impl SharedCache {
         self.lock().bytes() + self.lock_deltas().bytes()
     }
 
-    pub(super) fn get(&self, key: EntryKey) -> Option<Object> {
+    pub(in crate::store) fn get(&self, key: EntryKey) -> Option<Object> {
         self.lock().get(key)
     }
 
     /// The byte cap of objects (inflated deltas have a quarter of it on top).
-    pub(super) fn capacity(&self) -> usize {
+    pub(in crate::store) fn capacity(&self) -> usize {
         self.capacity
     }
 
     /// Keeps `object` as `keep` says.
-    pub(super) fn keep(&self, key: EntryKey, object: &Object, keep: Keep) {
+    pub(in crate::store) fn keep(&self, key: EntryKey, object: &Object, keep: Keep) {
         match keep {
             Keep::No => {}
             Keep::Other => self.lock().put(key, object.clone(), false),
@@ -239,7 +239,7 @@ impl SharedCache {
     }
 
     /// See [`DeltaCache::release`].
-    pub(super) fn release(&self, key: EntryKey) {
+    pub(in crate::store) fn release(&self, key: EntryKey) {
         self.lock().release(key)
     }
 
@@ -250,7 +250,7 @@ impl SharedCache {
 
     /// The object entry the next eviction takes.
     #[cfg(test)]
-    pub(super) fn first_to_go(&self) -> Option<EntryKey> {
+    pub(in crate::store) fn first_to_go(&self) -> Option<EntryKey> {
         let cache = self.lock();
         cache.other.peek_lru().or_else(|| cache.wanted.peek_lru()).map(|(key, _)| *key)
     }

@@ -22,38 +22,31 @@ use std::sync::{Arc, OnceLock};
 use gix_hash::oid;
 
 use super::pack::Pack;
+use crate::store::{MidxError, PackError};
 
 /// One loaded `.midx` file.
-pub(super) struct MidxLayer {
+pub(in crate::store) struct MidxLayer {
     file: gix_pack::multi_index::File,
     /// The packs it names, in its own numbering, opened on first use (`None`: cannot be opened).
     packs: Vec<OnceLock<Option<Arc<Pack>>>>,
     pack_dir: PathBuf,
 }
 
-/// A midx hit whose entry cannot be decoded (a pack number or large offset out of range).
-#[derive(Debug, thiserror::Error)]
-#[error("multi-pack-index {}: {source}", crate::fatal::Bytes(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str())))]
-pub struct MidxError {
-    path: PathBuf,
-    source: gix_error::Error,
-}
-
 /// Where a midx says an object is.
-pub(super) enum Hit<'a> {
+pub(in crate::store) enum Hit<'a> {
     At(&'a Arc<Pack>, u64),
     Damaged(MidxError),
 }
 
 /// What the store needs to open a pack: its hash and the counter that gives each pack its cache id.
 #[derive(Clone)]
-pub(super) struct PackOpener {
+pub(in crate::store) struct PackOpener {
     pub hash: gix_hash::Kind,
     pub next_id: Arc<AtomicU32>,
 }
 
 impl PackOpener {
-    pub(super) fn open(&self, idx_path: &Path) -> Result<Pack, super::PackError> {
+    pub(in crate::store) fn open(&self, idx_path: &Path) -> Result<Pack, PackError> {
         Pack::open(idx_path, self.next_id.fetch_add(1, Ordering::Relaxed), self.hash)
     }
 }
@@ -69,12 +62,12 @@ impl MidxLayer {
     }
 
     /// The `.idx` file names this layer covers.
-    pub(super) fn index_names(&self) -> &[PathBuf] {
+    pub(in crate::store) fn index_names(&self) -> &[PathBuf] {
         self.file.index_names()
     }
 
     /// The pack numbered `number` in this layer, opened now if it was not yet.
-    pub(super) fn pack(&self, number: usize, opener: &PackOpener) -> Option<&Arc<Pack>> {
+    pub(in crate::store) fn pack(&self, number: usize, opener: &PackOpener) -> Option<&Arc<Pack>> {
         let slot = self.packs.get(number)?;
         slot.get_or_init(|| {
             let idx = self.pack_dir.join(&self.file.index_names()[number]);
@@ -87,7 +80,7 @@ impl MidxLayer {
     }
 
     /// Where this layer says `id` is.
-    pub(super) fn find(&self, id: &oid, opener: &PackOpener) -> Option<Hit<'_>> {
+    pub(in crate::store) fn find(&self, id: &oid, opener: &PackOpener) -> Option<Hit<'_>> {
         // gix-pack's own lookup compares with `memcmp` calls (see `pack_index::search`).
         let all = 0..self.file.num_objects();
         let position = super::pack_index::search(all, 0..=u64::MAX, id, |at| self.file.oid_at_index(at))?;
@@ -95,12 +88,12 @@ impl MidxLayer {
     }
 
     /// The id at `position` of this layer's sorted table.
-    pub(super) fn oid_at(&self, position: u32) -> &oid {
+    pub(in crate::store) fn oid_at(&self, position: u32) -> &oid {
         self.file.oid_at_index(position)
     }
 
     /// Where the entry at `position` is: `None` if its pack cannot be opened (then the object is not found here).
-    pub(super) fn hit_at(&self, position: u32, opener: &PackOpener) -> Option<Hit<'_>> {
+    pub(in crate::store) fn hit_at(&self, position: u32, opener: &PackOpener) -> Option<Hit<'_>> {
         match self.file.pack_id_and_pack_offset_at_index(position) {
             Ok((number, offset)) => self.pack(number as usize, opener).map(|pack| Hit::At(pack, offset)),
             Err(source) => Some(Hit::Damaged(MidxError { path: self.file.path().to_owned(), source })),
@@ -108,31 +101,31 @@ impl MidxLayer {
     }
 
     /// Every pack of this layer that can be opened.
-    pub(super) fn packs<'a>(&'a self, opener: &'a PackOpener) -> impl Iterator<Item = &'a Arc<Pack>> + 'a {
+    pub(in crate::store) fn packs<'a>(&'a self, opener: &'a PackOpener) -> impl Iterator<Item = &'a Arc<Pack>> + 'a {
         (0..self.packs.len()).filter_map(move |number| self.pack(number, opener))
     }
 
-    pub(super) fn path(&self) -> &Path {
+    pub(in crate::store) fn path(&self) -> &Path {
         self.file.path()
     }
 
     /// Whether `other` was loaded from the same file as this layer, unchanged.
-    pub(super) fn same_file(&self, other: &MidxLayer) -> bool {
+    pub(in crate::store) fn same_file(&self, other: &MidxLayer) -> bool {
         self.file.path() == other.file.path() && self.file.checksum() == other.file.checksum()
     }
 
-    pub(super) fn num_objects(&self) -> u32 {
+    pub(in crate::store) fn num_objects(&self) -> u32 {
         self.file.num_objects()
     }
 
     /// How many of its packs have been opened (and could be).
-    pub(super) fn opened(&self) -> usize {
+    pub(in crate::store) fn opened(&self) -> usize {
         self.packs.iter().filter(|slot| slot.get().is_some_and(Option::is_some)).count()
     }
 }
 
 /// The layers of `pack_dir`'s multi-pack-index, newest first (empty when there is none that loads).
-pub(super) fn load(pack_dir: &Path, hash: gix_hash::Kind) -> Vec<MidxLayer> {
+pub(in crate::store) fn load(pack_dir: &Path, hash: gix_hash::Kind) -> Vec<MidxLayer> {
     if let Some(single) = MidxLayer::load(&pack_dir.join("multi-pack-index"), pack_dir, hash) {
         return vec![single];
     }
@@ -157,6 +150,6 @@ pub(super) fn load(pack_dir: &Path, hash: gix_hash::Kind) -> Vec<MidxLayer> {
 }
 
 /// The `.idx` file names that `layers` cover.
-pub(super) fn covered(layers: &[Arc<MidxLayer>]) -> HashSet<PathBuf> {
+pub(in crate::store) fn covered(layers: &[Arc<MidxLayer>]) -> HashSet<PathBuf> {
     layers.iter().flat_map(|layer| layer.index_names().iter().cloned()).collect()
 }

@@ -15,11 +15,11 @@
 use std::cell::RefCell;
 use std::sync::LazyLock;
 
-use super::Damage;
+use crate::store::Damage;
 
 /// The first `max` bytes (fewer if the stream ends first) of the zlib stream at the start of `input`, as
 /// gix-zlib's `Inflate::prefix` gives them into a `max`-byte buffer (git's delta-header read does the same).
-pub(super) fn inflate_head(input: &[u8], max: usize) -> Result<Vec<u8>, Damage> {
+pub(in crate::store) fn inflate_head(input: &[u8], max: usize) -> Result<Vec<u8>, Damage> {
     match decode(input, max) {
         Some(head) => Ok(head),
         None => zlib_head(input, max),
@@ -48,7 +48,7 @@ fn zlib_head(input: &[u8], max: usize) -> Result<Vec<u8>, Damage> {
 
 /// For tests and the fuzz target: whether [`decode`] answered (`false`: it left `input` to zlib). Panics
 /// when its answer is not zlib's.
-pub(super) fn check_against_zlib(input: &[u8], max: usize) -> bool {
+pub(in crate::store) fn check_against_zlib(input: &[u8], max: usize) -> bool {
     let Some(ours) = decode(input, max) else { return false };
     match zlib_head(input, max) {
         Ok(zlib) => assert!(ours == zlib, "max {max}: decoded {ours:?}, zlib gives {zlib:?}"),

@@ -4,10 +4,10 @@
 //! libdeflate does exactly that and was the fastest inflater measured on this job: all 268,207 entries of the
 //! benchmark corpus in 0.63 s, against 0.78 s for zlib-ng, 0.91 s for zlib-rs and 1.10 s for system zlib
 //! (medians of 5 alternating rounds, and the same order in a second run: `benches/inflate-compare/README.md`).
-use super::Damage;
+use crate::store::Damage;
 
 /// A per-thread inflater (libdeflate's decompressor holds scratch tables).
-pub(super) struct Inflater {
+pub(in crate::store) struct Inflater {
     decompressor: libdeflater::Decompressor,
 }
 
@@ -20,7 +20,7 @@ impl Default for Inflater {
 impl Inflater {
     /// Inflates the zlib stream at the start of `input` (trailing bytes are ignored: they are the next pack
     /// entries) into exactly `size` bytes. A stream that inflates to any other size is damage.
-    pub(super) fn zlib(&mut self, input: &[u8], size: usize) -> Result<Vec<u8>, Damage> {
+    pub(in crate::store) fn zlib(&mut self, input: &[u8], size: usize) -> Result<Vec<u8>, Damage> {
         // Zeroed allocation: large ones come from fresh, already-zero pages, so this costs little.
         let mut out = vec![0u8; size];
         match self.decompressor.zlib_decompress(input, &mut out) {

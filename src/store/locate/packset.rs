@@ -9,23 +9,23 @@ use std::sync::Arc;
 
 use gix_hash::oid;
 
-use super::PackError;
 use super::midx::{self, Hit, MidxLayer, PackOpener};
 use super::pack::Pack;
+use crate::store::PackError;
 
 #[derive(Default)]
-pub(super) struct PackSet {
+pub(in crate::store) struct PackSet {
     /// The multi-pack-index layers, newest first; then layers of earlier scans that a rewrite replaced, whose
     /// opened packs stay readable as any pack whose file is gone does.
     layers: Vec<Arc<MidxLayer>>,
     /// Packs that no layer covers, newest first; then packs of earlier scans whose files are gone.
     packs: Vec<Arc<Pack>>,
     /// Index files that could not be read; an object missing elsewhere may be in them.
-    pub(super) bad_indexes: Vec<(PathBuf, Arc<PackError>)>,
+    pub(in crate::store) bad_indexes: Vec<(PathBuf, Arc<PackError>)>,
 }
 
 /// One place where an object is, or why a place that lists it cannot say where.
-pub(super) enum Copy<'a> {
+pub(in crate::store) enum Copy<'a> {
     At(&'a Arc<Pack>, u64),
     /// The index (a pack's, or a midx) that lists the object, and what is wrong with its entry.
     Damaged(PathBuf, Arc<PackError>),
@@ -34,7 +34,11 @@ pub(super) enum Copy<'a> {
 impl PackSet {
     /// Every copy of `id` in this set, in lookup order: one per midx layer that lists it (in a pack that can
     /// be opened), then one per pack no layer covers.
-    pub(super) fn copies<'a>(&'a self, id: &'a oid, opener: &'a PackOpener) -> impl Iterator<Item = Copy<'a>> + 'a {
+    pub(in crate::store) fn copies<'a>(
+        &'a self,
+        id: &'a oid,
+        opener: &'a PackOpener,
+    ) -> impl Iterator<Item = Copy<'a>> + 'a {
         let through_midx = self.layers.iter().filter_map(move |layer| match layer.find(id, opener)? {
             Hit::At(pack, offset) => Some(Copy::At(pack, offset)),
             Hit::Damaged(err) => Some(Copy::Damaged(layer.path().to_owned(), Arc::new(PackError::Midx(err)))),
@@ -47,17 +51,17 @@ impl PackSet {
     }
 
     /// The multi-pack-index layers, in lookup order.
-    pub(super) fn layers(&self) -> &[Arc<MidxLayer>] {
+    pub(in crate::store) fn layers(&self) -> &[Arc<MidxLayer>] {
         &self.layers
     }
 
     /// The packs that no layer covers, in lookup order.
-    pub(super) fn uncovered_packs(&self) -> &[Arc<Pack>] {
+    pub(in crate::store) fn uncovered_packs(&self) -> &[Arc<Pack>] {
         &self.packs
     }
 
     /// The first intact place of `id`.
-    pub(super) fn find<'a>(&'a self, id: &'a oid, opener: &'a PackOpener) -> Option<(&'a Arc<Pack>, u64)> {
+    pub(in crate::store) fn find<'a>(&'a self, id: &'a oid, opener: &'a PackOpener) -> Option<(&'a Arc<Pack>, u64)> {
         self.copies(id, opener).find_map(|copy| match copy {
             Copy::At(pack, offset) => Some((pack, offset)),
             Copy::Damaged(..) => None,
@@ -65,24 +69,27 @@ impl PackSet {
     }
 
     /// Every pack, those the midx layers cover first (opening them now).
-    pub(super) fn all_packs<'a>(&'a self, opener: &'a PackOpener) -> impl Iterator<Item = &'a Arc<Pack>> + 'a {
+    pub(in crate::store) fn all_packs<'a>(
+        &'a self,
+        opener: &'a PackOpener,
+    ) -> impl Iterator<Item = &'a Arc<Pack>> + 'a {
         self.layers.iter().flat_map(move |layer| layer.packs(opener)).chain(&self.packs)
     }
 
     /// Packs opened so far.
-    pub(super) fn opened_count(&self) -> usize {
+    pub(in crate::store) fn opened_count(&self) -> usize {
         self.packs.len() + self.layers.iter().map(|layer| layer.opened()).sum::<usize>()
     }
 
     /// Objects listed, duplicates counted (git's `repo_approximate_object_count`: a midx counts as its total).
-    pub(super) fn object_count(&self) -> usize {
+    pub(in crate::store) fn object_count(&self) -> usize {
         let in_layers = self.layers.iter().map(|layer| layer.num_objects() as usize);
         in_layers.chain(self.packs.iter().map(|pack| pack.index.num_objects() as usize)).sum()
     }
 
     /// The set as `pack_dir` holds it now, keeping every pack (and midx layer) of `current` that is still there
     /// or was already opened; `None` if nothing changed.
-    pub(super) fn rescan(current: &PackSet, pack_dir: &Path, opener: &PackOpener) -> Option<PackSet> {
+    pub(in crate::store) fn rescan(current: &PackSet, pack_dir: &Path, opener: &PackOpener) -> Option<PackSet> {
         let mut next = PackSet::default();
         let mut changed = false;
         for layer in midx::load(pack_dir, opener.hash) {

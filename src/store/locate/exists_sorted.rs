@@ -12,8 +12,8 @@ use std::cmp::Ordering;
 
 use gix_hash::{ObjectId, oid};
 
-use super::Store;
 use super::pack_index::compare_ids as compare;
+use crate::store::Store;
 
 /// Ids gathered before they are searched for (see [`Ids::merge`]).
 const BATCH: usize = 4096;
@@ -37,7 +37,7 @@ impl Store {
         let mut left = count - replaced.len();
         let ids = Ids { count, id_at: &id_at };
         for dir in &self.dirs {
-            let set = super::snapshot(dir);
+            let set = crate::store::snapshot(dir);
             for layer in set.layers() {
                 if left > 0 {
                     let entries = Entries { len: layer.num_objects(), id_at: |at| layer.oid_at(at) };
@@ -129,9 +129,9 @@ impl<'e, G: Fn(u32) -> &'e oid> Entries<G> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testpack::{Objects, chain, object_id};
-    use super::super::{Kind, StoreOptions};
     use super::*;
+    use crate::store::testpack::{Objects, chain, object_id};
+    use crate::store::{Kind, StoreOptions};
 
     fn open(objects: &Objects) -> Store {
         Store::open(objects.path(), gix_hash::Kind::Sha1, StoreOptions::default())

@@ -13,25 +13,10 @@ use gix_hash::oid;
 use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
-use super::Damage;
-use super::inflate::Inflater;
-use super::midx::MidxError;
-use super::pack_index::{IndexError, PackIndex};
-
-/// Why a pack cannot be used: its index (then any object might be in it), or its data.
-#[derive(Debug, thiserror::Error)]
-pub enum PackError {
-    #[error("{0}")]
-    Index(#[from] IndexError),
-    #[error("{0}")]
-    Midx(MidxError),
-    #[error("cannot open pack: {0}")]
-    Open(gix_error::Error),
-    #[error("pack has {pack} objects but its index lists {index}")]
-    CountMismatch { pack: u32, index: u32 },
-    #[error("pack does not match its index (checksum differs: truncated or replaced?)")]
-    ChecksumMismatch,
-}
+use super::pack_index::PackIndex;
+use crate::store::IndexError;
+use crate::store::decode::{Inflater, inflatable};
+use crate::store::{Damage, PackError};
 
 /// One entry of one pack, as the delta-base cache and cycle checks name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,7 +26,7 @@ pub(crate) struct EntryKey {
     pub offset: u64,
 }
 
-pub(super) struct Pack {
+pub(in crate::store) struct Pack {
     /// Unique within the store for its whole life (cache keys), never reused after a rescan.
     pub id: u32,
     pub index: PackIndex,
@@ -79,7 +64,7 @@ fn reads_before_base_scan(objects: u32) -> u32 {
 
 impl Pack {
     /// Opens `<name>.idx` and maps `<name>.pack`. Fails only when the index itself is unusable.
-    pub(super) fn open(idx_path: &Path, id: u32, hash: gix_hash::Kind) -> Result<Pack, PackError> {
+    pub(in crate::store) fn open(idx_path: &Path, id: u32, hash: gix_hash::Kind) -> Result<Pack, PackError> {
         let index = PackIndex::open(idx_path, hash).map_err(PackError::Index)?;
         let pack_path = idx_path.with_extension("pack");
         let mtime = std::fs::metadata(&pack_path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
@@ -98,38 +83,38 @@ impl Pack {
     }
 
     /// The cache key of the entry at `offset`.
-    pub(super) fn key(&self, offset: u64) -> EntryKey {
+    pub(in crate::store) fn key(&self, offset: u64) -> EntryKey {
         EntryKey { pack: self.id, offset }
     }
 
     /// Where `id` starts in the pack, if the index lists it; an error if its entry in the index is damaged.
-    pub(super) fn lookup(&self, id: &oid) -> Option<Result<u64, IndexError>> {
+    pub(in crate::store) fn lookup(&self, id: &oid) -> Option<Result<u64, IndexError>> {
         let position = self.index.lookup(id)?;
         Some(self.index.offset_at(position))
     }
 
     /// The pack file opened again for `pread` (see [`reopen`]), if it still is the mapped pack.
-    pub(super) fn reopen(&self) -> Option<File> {
+    pub(in crate::store) fn reopen(&self) -> Option<File> {
         reopen(&self.pack_path, self.data.as_ref().ok()?)
     }
 
     /// Whether the pack file could not be opened at all (deleted since its index was listed).
-    pub(super) fn is_gone(&self) -> bool {
+    pub(in crate::store) fn is_gone(&self) -> bool {
         matches!(self.data.as_ref().err().map(|why| &**why), Some(PackError::Open(_)))
     }
 
-    pub(super) fn index_path(&self) -> PathBuf {
+    pub(in crate::store) fn index_path(&self) -> PathBuf {
         self.pack_path.with_extension("idx")
     }
 
     /// The compressed bytes of `entry` up to the end of the pack data (the zlib stream ends before that).
-    pub(super) fn compressed(&self, entry: &Entry) -> Result<&[u8], Damage> {
+    pub(in crate::store) fn compressed(&self, entry: &Entry) -> Result<&[u8], Damage> {
         let data = self.data()?;
         data.entry_slice(entry.data_offset..data.pack_end() as u64).ok_or(Damage::Truncated)
     }
 
     /// Where the pack's entries end (its trailing checksum starts).
-    pub(super) fn data_end(&self) -> Result<u64, Damage> {
+    pub(in crate::store) fn data_end(&self) -> Result<u64, Damage> {
         Ok(self.data()?.pack_end() as u64)
     }
 
@@ -138,7 +123,7 @@ impl Pack {
     }
 
     /// The entry header at `offset`.
-    pub(super) fn entry(&self, offset: u64) -> Result<Entry, Damage> {
+    pub(in crate::store) fn entry(&self, offset: u64) -> Result<Entry, Damage> {
         let data = self.data()?;
         if offset >= data.pack_end() as u64 {
             return Err(Damage::Truncated);
@@ -148,13 +133,18 @@ impl Pack {
 
     /// Inflates the entry's stored bytes: the object itself, or a delta. Sizes over `limit` are refused
     /// before anything is allocated.
-    pub(super) fn inflate(&self, entry: &Entry, inflater: &mut Inflater, limit: u64) -> Result<Vec<u8>, Damage> {
+    pub(in crate::store) fn inflate(
+        &self,
+        entry: &Entry,
+        inflater: &mut Inflater,
+        limit: u64,
+    ) -> Result<Vec<u8>, Damage> {
         if entry.decompressed_size > limit {
             return Err(Damage::TooLarge { size: entry.decompressed_size, limit });
         }
         let data = self.data()?;
         let input = data.entry_slice(entry.data_offset..data.pack_end() as u64).ok_or(Damage::Truncated)?;
-        super::inflatable(entry.decompressed_size, input.len())?;
+        inflatable(entry.decompressed_size, input.len())?;
         inflater.zlib(input, entry.decompressed_size as usize)
     }
 
@@ -162,13 +152,13 @@ impl Pack {
     /// what makes an object worth keeping in the delta-base cache after it was served: a base is asked for
     /// before the deltas built on it, often thousands of requests earlier. Until the scan is done, nothing
     /// counts (only chain roots are kept).
-    pub(super) fn is_delta_base(&self, offset: u64) -> bool {
+    pub(in crate::store) fn is_delta_base(&self, offset: u64) -> bool {
         self.pending_deltas(offset).is_some_and(|pending| pending.load(Ordering::Relaxed) > 0)
     }
 
     /// Notes that a delta built on the base at `offset` was served; true when no delta of this pack waits for
     /// it any more, so the cache can let it go.
-    pub(super) fn delta_built_from(&self, offset: u64) -> bool {
+    pub(in crate::store) fn delta_built_from(&self, offset: u64) -> bool {
         let Some(pending) = self.pending_deltas(offset) else { return false };
         // Only the last pending delta lets the base go: once the count is spent, later reads of the same
         // objects fall back to keeping the roots of each walk.
@@ -184,7 +174,7 @@ impl Pack {
 
     /// Counts a read of `pack`; the read that reaches [`reads_before_base_scan`] starts the background scan of
     /// its delta bases.
-    pub(super) fn note_read(pack: &Arc<Pack>) {
+    pub(in crate::store) fn note_read(pack: &Arc<Pack>) {
         if pack.reads.fetch_add(1, Ordering::Relaxed) + 1 == reads_before_base_scan(pack.index.num_objects()) {
             let pack = Arc::clone(pack);
             std::thread::spawn(move || pack.index_delta_bases());
@@ -192,7 +182,7 @@ impl Pack {
     }
 
     /// Scans the pack's delta bases now, unless that was done already.
-    pub(super) fn index_delta_bases(&self) {
+    pub(in crate::store) fn index_delta_bases(&self) {
         self.delta_bases.get_or_init(|| self.scan_delta_bases());
     }
 

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use flate2::{Decompress, FlushDecompress, Status};
 use gix_pack::data::entry::Header;
 
-use super::pack::Pack;
 use super::resolve::damaged;
-use super::{Damage, Kind, Object, ObjectId, ReadError, Resolver, Store, oid};
+use crate::store::locate::Pack;
+use crate::store::{Damage, Kind, Object, ObjectId, ReadError, Resolver, Store, oid};
 
 /// Bytes inflated (and written) at a time, and bytes of compressed input read at a time.
 const PIECE: usize = 1 << 20;
@@ -66,7 +66,7 @@ pub enum PieceError<E> {
 
 /// What a read is for: an object to hold, or an answer to write (where a big blob is streamed).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Want {
+pub(in crate::store) enum Want {
     Whole,
     Answer,
 }
@@ -80,13 +80,13 @@ impl Store {
         }
         let target = self.replacement(id)?;
         match self.read_exact_as(&target, resolver, Want::Answer)? {
-            None if target != id => Err(super::replace_error(id, Damage::ReplacementMissing(target))),
+            None if target != id => Err(crate::store::replace_error(id, Damage::ReplacementMissing(target))),
             found => Ok(found),
         }
     }
 
     /// Reads the entry at `offset` of `pack`: whole, or as a [`BigBlob`] if that is wanted and it is one.
-    pub(super) fn read_packed_as(
+    pub(in crate::store) fn read_packed_as(
         &self,
         id: &oid,
         pack: &Arc<Pack>,

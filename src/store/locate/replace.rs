@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::ObjectId;
+use crate::store::ObjectId;
 
 /// git's `MAXREPLACEDEPTH`: a replacement of a replacement … at most this deep.
 const MAX_DEPTH: usize = 5;

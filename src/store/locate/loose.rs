@@ -8,16 +8,17 @@ use std::path::{Path, PathBuf};
 use flate2::{Decompress, FlushDecompress, Status};
 use gix_hash::oid;
 
-use super::{Damage, Kind};
+use crate::store::decode::inflatable;
+use crate::store::{Damage, Kind};
 
 /// Where a loose object would be stored under `objects_dir`.
-pub(super) fn path(objects_dir: &Path, id: &oid) -> PathBuf {
+pub(in crate::store) fn path(objects_dir: &Path, id: &oid) -> PathBuf {
     let hex = id.to_hex().to_string();
     objects_dir.join(&hex[..2]).join(&hex[2..])
 }
 
 /// Reads the loose object at `path`: `Ok(None)` if there is no such file.
-pub(super) fn read(path: &Path, limit: u64) -> Result<Option<(Kind, Vec<u8>)>, Damage> {
+pub(in crate::store) fn read(path: &Path, limit: u64) -> Result<Option<(Kind, Vec<u8>)>, Damage> {
     let compressed = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -28,7 +29,7 @@ pub(super) fn read(path: &Path, limit: u64) -> Result<Option<(Kind, Vec<u8>)>, D
 
 /// Decodes a whole loose object file. Anything but exactly one zlib stream holding a valid header and
 /// exactly the announced number of bytes is damage (git 2.47 would print the wrong bytes; we refuse).
-pub(super) fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), Damage> {
+pub(in crate::store) fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), Damage> {
     let mut zlib = Decompress::new(true);
     // The header is at most "<type> <20 digits>\0": 32 bytes is enough to see its NUL.
     let mut head = Vec::with_capacity(32);
@@ -39,7 +40,7 @@ pub(super) fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), D
     if size > limit {
         return Err(Damage::TooLarge { size, limit });
     }
-    super::inflatable(size, compressed.len())?;
+    inflatable(size, compressed.len())?;
     let mut out = Vec::with_capacity(size as usize);
     out.extend_from_slice(&head[header_len..]);
     let mut status = status;
@@ -70,7 +71,7 @@ pub(super) fn decode(compressed: &[u8], limit: u64) -> Result<(Kind, Vec<u8>), D
 /// Why a loose object's zlib stream did not start to inflate: zlib's `Z_NEED_DICT` (a valid deflate header with
 /// FDICT set, and its dictionary id) is named, as git's "inflate: needs dictionary" names it; anything else is
 /// corrupt.
-pub(super) fn zlib_damage(compressed: &[u8]) -> Damage {
+pub(in crate::store) fn zlib_damage(compressed: &[u8]) -> Damage {
     match compressed {
         [cmf, flg, _, _, _, _, ..]
             if (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0

@@ -9,27 +9,27 @@ use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
 use super::cache::{CachePolicy, Keep};
-use super::pack::{EntryKey, Pack};
-use super::{Damage, Data, Location, Object, ReadError, Resolver, Store, StoreOptions, delta, oid};
+use crate::store::locate::{EntryKey, Pack};
+use crate::store::{Damage, Data, Location, Object, ReadError, Resolver, Store, StoreOptions, delta, oid};
 
 /// Finds a delta chain that comes back to an entry it passed (Brent's algorithm): it remembers one entry of the
 /// walk and compares each next one with it, moving the remembered entry forward at every power of two. A valid
 /// chain never passes an entry twice, so no depth is refused (git reads chains of any depth, and older gits and
 /// other tools wrote deeper ones than git's 4,095); a cycle is found within three times the links that lead into
 /// it and go around it, so the walk of a damaged pack holds no more links than that.
-pub(super) struct CycleCheck {
+pub(in crate::store) struct CycleCheck {
     remembered: EntryKey,
     power: usize,
     steps: usize,
 }
 
 impl CycleCheck {
-    pub(super) fn new(start: EntryKey) -> Self {
+    pub(in crate::store) fn new(start: EntryKey) -> Self {
         CycleCheck { remembered: start, power: 1, steps: 0 }
     }
 
     /// Notes the next entry of the walk; true if the walk has been there before.
-    pub(super) fn comes_back(&mut self, next: EntryKey) -> bool {
+    pub(in crate::store) fn comes_back(&mut self, next: EntryKey) -> bool {
         if next == self.remembered {
             return true;
         }
@@ -110,13 +110,13 @@ impl ChainBudget {
 }
 
 /// Damage at the entry at `offset` of `pack`, reading `id`.
-pub(super) fn damaged(id: &oid, pack: &Pack, offset: u64, damage: Damage) -> ReadError {
+pub(in crate::store) fn damaged(id: &oid, pack: &Pack, offset: u64, damage: Damage) -> ReadError {
     ReadError { oid: id.to_owned(), location: Location::Pack { path: pack.pack_path.clone(), offset }, damage }
 }
 
 impl Store {
     /// Reads the object `id` whose entry starts at `offset` in `pack`.
-    pub(super) fn read_packed(
+    pub(in crate::store) fn read_packed(
         &self,
         id: &oid,
         pack: &Arc<Pack>,

@@ -10,11 +10,11 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use super::{Data, ObjectId};
 use crate::quota::{Exceeded, Held, Limit};
+use crate::store::{Data, ObjectId};
 
 #[derive(Debug, thiserror::Error)]
-pub enum StreamBlobError {
+pub(crate) enum StreamBlobError {
     #[error("cannot write a blob from the stream to a temporary file: {0}")]
     Spill(#[source] io::Error),
     #[error("cannot read back a blob from the stream's temporary file: {0}")]

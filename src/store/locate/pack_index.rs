@@ -12,30 +12,7 @@ use std::path::{Path, PathBuf};
 
 use gix_hash::{Prefix, oid};
 
-use crate::fatal::Bytes;
-
-/// Why an index cannot be used, in git's words (`packfile.c`).
-#[derive(Debug, thiserror::Error)]
-pub enum IndexError {
-    #[error("cannot open {}: {source}", show(.path))]
-    Open { path: PathBuf, source: std::io::Error },
-    #[error("index file {} is too small", show(.0))]
-    TooSmall(PathBuf),
-    #[error("index file {} is version {version} and is not supported by this binary", show(.path))]
-    Version { path: PathBuf, version: u32 },
-    #[error("non-monotonic index {}", show(.0))]
-    NonMonotonic(PathBuf),
-    #[error("wrong index v{version} file size in {}", show(.path))]
-    WrongSize { path: PathBuf, version: u32 },
-    /// A 32-bit offset that names a slot past the index's table of 64-bit offsets.
-    #[error("offset beyond end of pack index for {} (truncated index?)", show(.0))]
-    LargeOffset(PathBuf),
-}
-
-fn show(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    Bytes(path.as_os_str().as_bytes()).to_string()
-}
+use crate::store::IndexError;
 
 const FAN_BYTES: usize = 256 * 4;
 const V2_SIGNATURE: &[u8] = b"\xfftOc";
@@ -226,7 +203,7 @@ pub(crate) fn fan_keys(first: u8) -> RangeInclusive<u64> {
 
 /// Ids in byte order, first by their first 8 bytes as one number (see [`search`] for why).
 #[inline]
-pub(super) fn compare_ids(a: &oid, b: &oid) -> Ordering {
+pub(in crate::store) fn compare_ids(a: &oid, b: &oid) -> Ordering {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     prefix_number(a).cmp(&prefix_number(b)).then_with(|| a.cmp(b))
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use gix_hash::Prefix;
 
-use super::info::{Place, Where};
-use super::{Kind, ObjectId, Store};
+use crate::store::read::{Place, Where};
+use crate::store::{Kind, ObjectId, Store};
 
 /// What an abbreviated id names.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
-use super::inflate_prefix::inflate_head;
-use super::pack::Pack;
 use super::resolve::{CycleCheck, damaged};
-use super::{Damage, Kind, Location, ObjectId, ReadError, Store, delta, loose, oid};
+use crate::store::decode::inflate_prefix::inflate_head;
+use crate::store::locate::{Pack, loose};
+use crate::store::{Damage, Kind, Location, ObjectId, ReadError, Store, delta, oid};
 
 /// What `cat-file --batch-check` can tell about an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,10 +29,10 @@ pub struct Info {
 
 /// Where an object was found (opaque outside the store).
 #[derive(Clone)]
-pub(crate) struct Place(pub(super) Where);
+pub(crate) struct Place(pub(in crate::store) Where);
 
 #[derive(Clone)]
-pub(super) enum Where {
+pub(in crate::store) enum Where {
     Packed(Arc<Pack>, u64),
     Loose(PathBuf),
     /// The empty tree, which git knows without storing it.
@@ -42,10 +42,10 @@ pub(super) enum Where {
 /// Each pack's entries in offset order, `(offset, index position)`, built the first time a disk size or
 /// delta base is asked of that pack (git's reverse index).
 #[derive(Default)]
-pub(super) struct RevIndexes(Mutex<HashMap<u32, RevIndex>>);
+pub(in crate::store) struct RevIndexes(Mutex<HashMap<u32, RevIndex>>);
 
 /// One pack's `(offset, index position)` pairs, sorted by offset.
-pub(super) type RevIndex = Arc<Vec<(u64, u32)>>;
+pub(in crate::store) type RevIndex = Arc<Vec<(u64, u32)>>;
 
 /// A loose header is at most `<type> <20 digits>\0`.
 const LOOSE_HEADER_MAX: usize = 32;
@@ -60,7 +60,7 @@ impl Store {
     pub fn info(&self, id: &oid, on_disk: bool) -> Result<Option<Info>, ReadError> {
         let target = self.replacement(id)?;
         match self.info_exact(&target, on_disk)? {
-            None if target != id => Err(super::replace_error(id, Damage::ReplacementMissing(target))),
+            None if target != id => Err(crate::store::replace_error(id, Damage::ReplacementMissing(target))),
             found => Ok(found),
         }
     }
@@ -196,7 +196,7 @@ impl Store {
     }
 
     /// The pack's entries in offset order.
-    pub(super) fn rev_index(&self, pack: &Pack) -> RevIndex {
+    pub(in crate::store) fn rev_index(&self, pack: &Pack) -> RevIndex {
         let mut map = self.rev_indexes.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let rev = map.entry(pack.id).or_insert_with(|| {
             // An entry whose offset the index cannot give is left out: reading it reports the damage.
