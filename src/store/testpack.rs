@@ -96,6 +96,12 @@ impl Objects {
     }
 }
 
+/// Sets the modification time of the pack at `pack_path` (which orders the search) to `seconds` after the epoch.
+pub(super) fn set_mtime(pack_path: &Path, seconds: u64) {
+    let file = std::fs::File::options().write(true).open(pack_path).expect("open pack");
+    file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)).expect("set mtime");
+}
+
 /// A version-2 index (CRCs left 0: nothing here reads them).
 fn index(ids: &[ObjectId], offsets: &[u64], pack_checksum: &ObjectId) -> Vec<u8> {
     let mut sorted: Vec<(ObjectId, u64)> = ids.iter().copied().zip(offsets.iter().copied()).collect();
