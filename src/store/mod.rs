@@ -474,6 +474,25 @@ mod tests {
         assert_eq!(store.pack_count(), 3, "a miss searched them all");
     }
 
+    /// A multi-pack-index of version 2, whose pack names are in any order (what `git multi-pack-index compact`
+    /// writes), is used as git 2.54 uses it: a miss is its answer alone, and an object opens only the pack that
+    /// the midx names for it.
+    #[test]
+    fn a_version_2_multi_pack_index_is_used() {
+        let objects = Objects::new();
+        let names = ["a", "b", "c"];
+        let ids = one_blob_packs(&objects, &names);
+        objects.write_midx();
+        objects.midx_to_version_2_reversed();
+        let store = open(&objects);
+        assert!(store.info(&object_id(Kind::Blob, b"nowhere"), false).expect("no damage").is_none());
+        assert_eq!(store.pack_count(), 0, "the midx alone answered the miss");
+        for (n, (id, name)) in ids.iter().zip(names).enumerate() {
+            assert_eq!(read_blob(&store, id), format!("in {name}\n").as_bytes());
+            assert_eq!(store.pack_count(), n + 1, "only the pack the midx names for {name}");
+        }
+    }
+
     /// Opening reads the midx, not the packs it covers: a pack is opened when an object is read from it.
     #[test]
     fn a_multi_pack_index_opens_only_the_packs_objects_are_read_from() {
