@@ -69,7 +69,11 @@ pub(in crate::store) enum Copy<'a> {
 impl PackSet {
     /// Every copy of `id` in this set, in lookup order: one per midx layer that lists it (in a pack that can
     /// be opened), then one per pack no layer covers. Each pack's index is opened when the search reaches it.
-    pub(in crate::store) fn copies<'a>(&'a self, id: &'a oid, opener: &'a PackOpener) -> impl Iterator<Item = Copy<'a>> + 'a {
+    pub(in crate::store) fn copies<'a>(
+        &'a self,
+        id: &'a oid,
+        opener: &'a PackOpener,
+    ) -> impl Iterator<Item = Copy<'a>> + 'a {
         let through_midx = self.layers.iter().filter_map(move |layer| match layer.find(id, opener)? {
             Hit::At(pack, offset) => Some(Copy::At(pack, offset)),
             Hit::Damaged(err) => Some(Copy::Damaged(layer.path().to_owned(), Arc::new(PackError::Midx(err)))),
@@ -88,7 +92,10 @@ impl PackSet {
 
     /// The packs that no layer covers whose index can be read, in lookup order, opened as the iteration reaches
     /// them.
-    pub(in crate::store) fn uncovered_packs<'a>(&'a self, opener: &'a PackOpener) -> impl Iterator<Item = &'a Arc<Pack>> + 'a {
+    pub(in crate::store) fn uncovered_packs<'a>(
+        &'a self,
+        opener: &'a PackOpener,
+    ) -> impl Iterator<Item = &'a Arc<Pack>> + 'a {
         self.packs.iter().filter_map(move |listed| listed.open(opener).ok())
     }
 
@@ -101,7 +108,10 @@ impl PackSet {
     }
 
     /// Every pack, those the midx layers cover first (opening them all now).
-    pub(in crate::store) fn all_packs<'a>(&'a self, opener: &'a PackOpener) -> impl Iterator<Item = &'a Arc<Pack>> + 'a {
+    pub(in crate::store) fn all_packs<'a>(
+        &'a self,
+        opener: &'a PackOpener,
+    ) -> impl Iterator<Item = &'a Arc<Pack>> + 'a {
         self.layers.iter().flat_map(move |layer| layer.packs(opener)).chain(self.uncovered_packs(opener))
     }
 
