@@ -140,7 +140,6 @@ impl MidxFile {
         oid::from_bytes_unchecked(&self.map[start..start + self.hash_len])
     }
 
-    /// The positions whose ids start with `first_byte` (the fan-out's bucket).
     /// The position of `id` in the sorted table, if listed: its fan-out bucket, searched as a pack index is.
     pub(in crate::store) fn lookup(&self, id: &oid) -> Option<u32> {
         let first = id.as_bytes()[0];
