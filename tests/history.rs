@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::cat_file::{ALL_ATOMS, Stderr, assert_same, lines, run};
+use crate::cat_file::{ALL_ATOMS, lines};
 use crate::util::case::{Case, Source};
+use crate::util::cat_file::{Stderr, assert_same, run};
 use crate::util::{CAT_BLOBD, build_with_script, cat_blob_stream, git, parse_responses};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-history-fixture.sh");

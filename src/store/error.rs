@@ -1,6 +1,7 @@
 //! What can go wrong reading the store, in one place for every layer: damage to an object ([`Damage`]) and where it
 //! was found ([`Location`]), the error a read returns ([`ReadError`]), and why a pack, its index or a
-//! multi-pack-index cannot be used ([`PackError`], [`IndexError`], [`MidxError`]).
+//! multi-pack-index or an entry of it cannot be used ([`PackError`], [`IndexError`], [`MidxError`],
+//! [`MidxLoadError`]).
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -145,5 +146,42 @@ fn show(path: &Path) -> String {
 #[error("multi-pack-index {}: {source}", show(.path))]
 pub struct MidxError {
     pub(in crate::store) path: PathBuf,
-    pub(in crate::store) source: gix_error::Error,
+    pub(in crate::store) source: MidxEntryError,
+}
+
+/// What is wrong with one object's entry of a midx, in git's words (git dies on both).
+#[derive(Debug, thiserror::Error)]
+pub(in crate::store) enum MidxEntryError {
+    #[error("bad pack-int-id: {pack} ({packs} total packs)")]
+    PackNumber { pack: u32, packs: u32 },
+    #[error("multi-pack-index large offset out of bounds")]
+    LargeOffset,
+}
+
+/// Why a `.midx` file is not used (then every pack is searched on its own). git says most of these in an `error:`
+/// line or dies; cat-blobd ignores the file silently.
+#[derive(Debug, thiserror::Error)]
+pub(in crate::store) enum MidxLoadError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("too small")]
+    TooSmall,
+    #[error("bad signature")]
+    Signature,
+    #[error("version {0} not recognized")]
+    Version(u8),
+    #[error("hash version {0} does not match the repository's")]
+    Hash(u8),
+    #[error("bad chunk table: {0}")]
+    Chunks(gix_error::Error),
+    #[error("a chunk is not 4-byte aligned or overlaps the trailing checksum")]
+    ChunkPlacement,
+    #[error("required chunk {} missing or of the wrong size", .0.escape_ascii())]
+    Chunk([u8; 4]),
+    #[error("oid fanout out of order")]
+    Fanout,
+    #[error("pack-name chunk is too short")]
+    PackNames,
+    #[error("pack names out of order")]
+    PackNameOrder,
 }

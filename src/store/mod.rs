@@ -4,7 +4,9 @@
 //! Lookup order is git's: in each object directory, the multi-pack-index, then every pack it does not cover
 //! (newest pack first); then loose objects. A miss rescans `objects/pack` once, since a `git repack` may have run
 //! meanwhile; packs that were already mapped stay readable even after their files are deleted. Opening a
-//! repository reads no table whose length is the object count: indexes are mapped and checked as git checks them.
+//! repository reads nothing of its packs, as git does: `objects/pack` is listed at the first lookup, a pack's index
+//! is mapped (and checked as git checks it, reading no table whose length is the object count) when a lookup first
+//! reaches it, and its data when an object is first read from it.
 
 mod data;
 mod decode;
@@ -23,7 +25,7 @@ pub(crate) use read::{Info, Place};
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU32;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, Once, RwLock};
 use std::time::SystemTime;
 
 pub use gix_hash::{ObjectId, oid};
@@ -127,9 +129,41 @@ impl Resolver {
 
 struct ObjectDir {
     path: PathBuf,
+    hash: gix_hash::Kind,
     packs: RwLock<Arc<PackSet>>,
     /// Modification time of `objects/pack` at the last scan; a rescan is only needed when it changed.
     scanned: Mutex<Option<SystemTime>>,
+    /// Done once the directory was first scanned, by the first lookup (see [`ObjectDir::snapshot`]).
+    first_scan: Once,
+}
+
+impl ObjectDir {
+    /// The pack set as last scanned. The first call scans: as git lists `objects/pack` at its first lookup, not
+    /// when it starts, a process that asks nothing lists nothing (and a scan opens no pack: see `packset.rs`).
+    fn snapshot(&self) -> Arc<PackSet> {
+        self.first_scan.call_once(|| self.rescan());
+        self.current()
+    }
+
+    /// The pack set as last scanned, empty before the first scan.
+    fn current(&self) -> Arc<PackSet> {
+        Arc::clone(&self.packs.read().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+
+    /// Rescans `objects/pack` if the directory changed since the last scan, and publishes a new pack set if the
+    /// packs changed.
+    fn rescan(&self) {
+        let pack_dir = self.path.join("pack");
+        let mut scanned = self.scanned.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mtime = std::fs::metadata(&pack_dir).and_then(|m| m.modified()).ok();
+        if scanned.is_some() && *scanned == mtime {
+            return;
+        }
+        *scanned = mtime;
+        if let Some(next) = PackSet::rescan(&self.current(), &pack_dir, self.hash) {
+            *self.packs.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
+        }
+    }
 }
 
 /// A pack (borrowed when it is the one asked about) and an entry's offset in it.
@@ -143,18 +177,21 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens the object directory and its alternates and maps their packs.
+    /// Opens the object directory and its alternates. Their packs are listed at the first lookup, and each opened
+    /// when a lookup first reaches it.
     pub fn open(objects_dir: &Path, hash: gix_hash::Kind, options: StoreOptions) -> Store {
         let dirs = alternates::object_dirs(objects_dir, options.alternate_object_directories.as_deref())
             .into_iter()
-            .map(|path| ObjectDir { path, packs: RwLock::default(), scanned: Mutex::new(None) })
+            .map(|path| ObjectDir {
+                path,
+                hash,
+                packs: RwLock::default(),
+                scanned: Mutex::new(None),
+                first_scan: Once::new(),
+            })
             .collect();
         let opener = PackOpener { hash, next_id: Arc::new(AtomicU32::new(0)) };
-        let store = Store { hash, dirs, opener, options };
-        for dir in &store.dirs {
-            store.rescan(dir);
-        }
-        store
+        Store { hash, dirs, opener, options }
     }
 
     pub fn object_hash(&self) -> gix_hash::Kind {
@@ -163,7 +200,7 @@ impl Store {
 
     /// Number of packs currently mapped, over all object directories.
     pub(crate) fn pack_count(&self) -> usize {
-        self.dirs.iter().map(|dir| snapshot(dir).opened_count()).sum()
+        self.dirs.iter().map(|dir| dir.current().opened_count()).sum()
     }
 
     /// Reads an object, or its replacement when a replace ref names one: `Ok(None)` if no object directory
@@ -185,7 +222,7 @@ impl Store {
         let found = |store: &Store| {
             target == gix_hash::ObjectId::empty_tree(store.hash)
                 || store.dirs.iter().any(|dir| {
-                    snapshot(dir).copies(&target, &store.opener).next().is_some()
+                    dir.snapshot().copies(&target, &store.opener).next().is_some()
                         || loose::path(&dir.path, &target).is_file()
                 })
         };
@@ -198,7 +235,7 @@ impl Store {
 
     /// The pack sets of every object directory as they are now.
     fn snapshots(&self) -> Vec<Arc<PackSet>> {
-        self.dirs.iter().map(snapshot).collect()
+        self.dirs.iter().map(ObjectDir::snapshot).collect()
     }
 
     /// Rescans every object directory that changed; true if any pack set differs from `searched`, whether
@@ -206,14 +243,14 @@ impl Store {
     /// pack another thread found first, while `git repack` deletes the loose copy).
     fn refreshed_since(&self, searched: &[Arc<PackSet>]) -> bool {
         for dir in &self.dirs {
-            self.rescan(dir);
+            dir.rescan();
         }
-        self.dirs.iter().zip(searched).any(|(dir, seen)| !Arc::ptr_eq(&snapshot(dir), seen))
+        self.dirs.iter().zip(searched).any(|(dir, seen)| !Arc::ptr_eq(&dir.current(), seen))
     }
 
     /// Is `id` in any pack (not counting loose objects)?
     pub(crate) fn in_pack(&self, id: &oid) -> bool {
-        self.dirs.iter().any(|dir| snapshot(dir).copies(id, &self.opener).next().is_some())
+        self.dirs.iter().any(|dir| dir.snapshot().copies(id, &self.opener).next().is_some())
     }
 
     fn replacement(&self, id: &oid) -> Result<ObjectId, ReadError> {
@@ -253,7 +290,7 @@ impl Store {
         if let Some(err) = first_error {
             return Err(err);
         }
-        match self.dirs.iter().find_map(|dir| snapshot(dir).bad_indexes.first().cloned()) {
+        match self.dirs.iter().find_map(|dir| dir.snapshot().bad_indexes(&self.opener).next()) {
             // The object may be in the index that could not be read: not knowing is not absence.
             Some((path, why)) => {
                 Err(ReadError { oid: id.to_owned(), location: Location::Index { path }, damage: Damage::Unusable(why) })
@@ -310,7 +347,7 @@ impl Store {
     /// Finds `id` in any pack, for REF_DELTA bases that live outside the delta's own pack.
     fn find_packed(&self, id: &oid) -> Option<(Arc<Pack>, u64)> {
         self.dirs.iter().find_map(|dir| {
-            let set = snapshot(dir);
+            let set = dir.snapshot();
             set.find(id, &self.opener).map(|(pack, offset)| (Arc::clone(pack), offset))
         })
     }
@@ -330,21 +367,6 @@ impl Store {
         self.dirs
             .iter()
             .find_map(|dir| loose::read(&loose::path(&dir.path, id), self.options.max_object_size).transpose())
-    }
-
-    /// Rescans `objects/pack` of `dir` if the directory changed since the last scan, and publishes a new pack
-    /// set if the packs changed.
-    fn rescan(&self, dir: &ObjectDir) {
-        let pack_dir = dir.path.join("pack");
-        let mut scanned = dir.scanned.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mtime = std::fs::metadata(&pack_dir).and_then(|m| m.modified()).ok();
-        if scanned.is_some() && *scanned == mtime {
-            return;
-        }
-        *scanned = mtime;
-        if let Some(next) = PackSet::rescan(&snapshot(dir), &pack_dir, &self.opener) {
-            *dir.packs.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(next);
-        }
     }
 }
 
@@ -380,13 +402,9 @@ pub(crate) mod fuzz_api {
     }
 }
 
-fn snapshot(dir: &ObjectDir) -> Arc<PackSet> {
-    Arc::clone(&dir.packs.read().unwrap_or_else(|poisoned| poisoned.into_inner()))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::testpack::{Objects, Stored, chain, delta, object_id};
+    use super::testpack::{Objects, Stored, chain, delta, object_id, set_mtime};
     use super::*;
 
     fn open(objects: &Objects) -> Store {
@@ -419,6 +437,59 @@ mod tests {
         objects.add_loose(Kind::Blob, b"content\n");
         let found = store.read(&id, &mut resolver).expect("an intact loose copy").expect("found");
         assert_eq!(found.data.as_slice(), b"content\n");
+    }
+
+    /// One pack per name, each holding one blob `in <name>\n`, the later ones newer.
+    fn one_blob_packs(objects: &Objects, names: &[&str]) -> Vec<ObjectId> {
+        let mut ids = Vec::new();
+        for (n, name) in names.iter().enumerate() {
+            let content = format!("in {name}\n");
+            let entries = chain(&[content.as_bytes()], true);
+            let (path, _) = objects.add_pack(name, &entries);
+            set_mtime(&path, 1_700_000_000 + 60 * n as u64);
+            ids.push(entries[0].0);
+        }
+        ids
+    }
+
+    fn read_blob(store: &Store, id: &ObjectId) -> Vec<u8> {
+        let object = store.read(id, &mut Resolver::new(1 << 20)).expect("no damage").expect("found");
+        object.data.to_vec()
+    }
+
+    /// Without a multi-pack-index, as git does: opening lists and opens nothing; a lookup opens the indexes it
+    /// searches, newest pack first, up to the pack that has the object; a miss opens every one.
+    #[test]
+    fn a_lookup_opens_the_packs_it_searches_and_no_other() {
+        let objects = Objects::new();
+        let ids = one_blob_packs(&objects, &["old", "middle", "new"]);
+        let store = open(&objects);
+        assert_eq!(store.pack_count(), 0, "opening opens nothing");
+        assert_eq!(read_blob(&store, &ids[2]), b"in new\n");
+        assert_eq!(store.pack_count(), 1, "the newest pack is searched first");
+        assert_eq!(read_blob(&store, &ids[1]), b"in middle\n");
+        assert_eq!(store.pack_count(), 2);
+        assert!(store.info(&object_id(Kind::Blob, b"nowhere"), false).expect("no damage").is_none());
+        assert_eq!(store.pack_count(), 3, "a miss searched them all");
+    }
+
+    /// A multi-pack-index of version 2, whose pack names are in any order (what `git multi-pack-index compact`
+    /// writes), is used as git 2.54 uses it: a miss is its answer alone, and an object opens only the pack that
+    /// the midx names for it.
+    #[test]
+    fn a_version_2_multi_pack_index_is_used() {
+        let objects = Objects::new();
+        let names = ["a", "b", "c"];
+        let ids = one_blob_packs(&objects, &names);
+        objects.write_midx();
+        objects.midx_to_version_2_reversed();
+        let store = open(&objects);
+        assert!(store.info(&object_id(Kind::Blob, b"nowhere"), false).expect("no damage").is_none());
+        assert_eq!(store.pack_count(), 0, "the midx alone answered the miss");
+        for (n, (id, name)) in ids.iter().zip(names).enumerate() {
+            assert_eq!(read_blob(&store, id), format!("in {name}\n").as_bytes());
+            assert_eq!(store.pack_count(), n + 1, "only the pack the midx names for {name}");
+        }
     }
 
     /// Opening reads the midx, not the packs it covers: a pack is opened when an object is read from it.

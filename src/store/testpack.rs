@@ -94,6 +94,44 @@ impl Objects {
             git(&["multi-pack-index".as_ref(), "--object-dir".as_ref(), self.path().as_ref(), "write".as_ref()]);
         assert!(status.success());
     }
+
+    /// Rewrites the midx that [`Objects::write_midx`] wrote into one that only git 2.54 and later write (with
+    /// `git multi-pack-index compact`): version 2, its pack names in reverse order (every entry's pack number
+    /// following), and the trailing checksum of the result.
+    pub(crate) fn midx_to_version_2_reversed(&self) {
+        let path = self.path().join("pack/multi-pack-index");
+        let mut midx = std::fs::read(&path).expect("midx");
+        let be32 = |bytes: &[u8]| u32::from_be_bytes(bytes[..4].try_into().expect("4 bytes"));
+        let be64 = |bytes: &[u8]| u64::from_be_bytes(bytes[..8].try_into().expect("8 bytes"));
+        let chunk = |midx: &[u8], id: &[u8]| {
+            let toc = &midx[12..12 + 12 * (midx[6] as usize + 1)];
+            let at = toc.chunks_exact(12).position(|entry| &entry[..4] == id).expect("chunk");
+            be64(&toc[12 * at + 4..]) as usize..be64(&toc[12 * (at + 1) + 4..]) as usize
+        };
+        let packs = be32(&midx[8..12]);
+        let names_at = chunk(&midx, b"PNAM");
+        let names: Vec<Vec<u8>> =
+            midx[names_at.clone()].split(|&b| b == 0).take(packs as usize).map(<[u8]>::to_vec).collect();
+        let mut reversed: Vec<u8> = names.iter().rev().flat_map(|name| [&name[..], b"\0"].concat()).collect();
+        reversed.resize(names_at.len(), 0);
+        midx[names_at].copy_from_slice(&reversed);
+        let offsets_at = chunk(&midx, b"OOFF");
+        for entry in midx[offsets_at].chunks_exact_mut(8) {
+            let number = packs - 1 - be32(entry);
+            entry[..4].copy_from_slice(&number.to_be_bytes());
+        }
+        midx[4] = 2;
+        let trailer = midx.len() - 20;
+        let checksum = sha1(&midx[..trailer]);
+        midx[trailer..].copy_from_slice(checksum.as_slice());
+        std::fs::write(path, midx).expect("write midx");
+    }
+}
+
+/// Sets the modification time of the pack at `pack_path` (which orders the search) to `seconds` after the epoch.
+pub(super) fn set_mtime(pack_path: &Path, seconds: u64) {
+    let file = std::fs::File::options().write(true).open(pack_path).expect("open pack");
+    file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)).expect("set mtime");
 }
 
 /// A version-2 index (CRCs left 0: nothing here reads them).

@@ -90,7 +90,7 @@ impl Store {
 
     /// Objects in all packs, duplicates counted (git's `repo_approximate_object_count`).
     pub fn packed_object_count(&self) -> usize {
-        self.snapshots().iter().map(|set| set.object_count()).sum()
+        self.snapshots().iter().map(|set| set.object_count(&self.opener)).sum()
     }
 
     /// The objects whose ids start with `prefix`, in packs and loose.

@@ -37,18 +37,20 @@ impl Store {
         let mut left = count - replaced.len();
         let ids = Ids { count, id_at: &id_at };
         for dir in &self.dirs {
-            let set = crate::store::snapshot(dir);
+            let set = dir.snapshot();
             for layer in set.layers() {
                 if left > 0 {
                     let entries = Entries { len: layer.num_objects(), id_at: |at| layer.oid_at(at) };
                     left -= ids.merge(&entries, &mut found, |at| layer.hit_at(at, &self.opener).is_some());
                 }
             }
-            for pack in set.uncovered_packs() {
-                if left > 0 {
-                    let entries = Entries { len: pack.index.num_objects(), id_at: |at| pack.index.oid_at(at) };
-                    left -= ids.merge(&entries, &mut found, |_| true);
-                }
+            // Indexes are opened as the pass reaches them: none once every id is found.
+            let mut packs = set.uncovered_packs(&self.opener);
+            while left > 0
+                && let Some(pack) = packs.next()
+            {
+                let entries = Entries { len: pack.index.num_objects(), id_at: |at| pack.index.oid_at(at) };
+                left -= ids.merge(&entries, &mut found, |_| true);
             }
         }
         let mut unlisted: Vec<usize> = (0..count).filter(|&at| !found[at]).chain(replaced).collect();

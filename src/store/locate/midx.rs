@@ -1,8 +1,8 @@
 //! The multi-pack-index of an object directory: one sorted table of every object of many packs, so that a lookup
 //! is one binary search instead of one per pack, and packs are opened only when an object is read from them.
 //!
-//! gix-pack reads one `.midx` file (version 1, with its large-offset chunk). What it does not do, and this module
-//! does, as git's `midx.c` does:
+//! [`midx_file`](super::midx_file) reads one `.midx` file (versions 1 and 2). This module does what git's
+//! `midx.c` does with them:
 //! - find the file: `objects/pack/multi-pack-index`, else the incremental chain listed in
 //!   `objects/pack/multi-pack-index.d/multi-pack-index-chain` (oldest layer first, each layer a
 //!   `multi-pack-index-<hash>.midx` whose objects are not in the layers below it; a layer's pack numbers are its
@@ -11,8 +11,8 @@
 //! - open a layer's packs lazily, and treat an object whose pack cannot be opened (deleted since) as not found
 //!   through the midx, as git's `fill_midx_entry` does.
 //!
-//! A midx that cannot be read at all (damaged, another hash, the version 2 that only `git multi-pack-index
-//! compact` writes) is ignored: every pack is then searched on its own, which finds the same objects.
+//! A midx that cannot be read at all (damaged, another hash, a version git does not know) is ignored: every pack
+//! is then searched on its own, which finds the same objects.
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -21,12 +21,13 @@ use std::sync::{Arc, OnceLock};
 
 use gix_hash::oid;
 
+use super::midx_file::MidxFile;
 use super::pack::Pack;
 use crate::store::{MidxError, PackError};
 
 /// One loaded `.midx` file.
 pub(in crate::store) struct MidxLayer {
-    file: gix_pack::multi_index::File,
+    file: MidxFile,
     /// The packs it names, in its own numbering, opened on first use (`None`: cannot be opened).
     packs: Vec<OnceLock<Option<Arc<Pack>>>>,
     pack_dir: PathBuf,
@@ -53,24 +54,21 @@ impl PackOpener {
 
 impl MidxLayer {
     fn load(path: &Path, pack_dir: &Path, hash: gix_hash::Kind) -> Option<MidxLayer> {
-        let file = gix_pack::multi_index::File::at(path, Some(64 << 20)).ok()?;
-        if file.object_hash() != hash {
-            return None;
-        }
-        let packs = (0..file.num_indices()).map(|_| OnceLock::new()).collect();
+        let file = MidxFile::open(path, hash).ok()?;
+        let packs = file.pack_names().iter().map(|_| OnceLock::new()).collect();
         Some(MidxLayer { file, packs, pack_dir: pack_dir.to_owned() })
     }
 
     /// The `.idx` file names this layer covers.
     pub(in crate::store) fn index_names(&self) -> &[PathBuf] {
-        self.file.index_names()
+        self.file.pack_names()
     }
 
     /// The pack numbered `number` in this layer, opened now if it was not yet.
     pub(in crate::store) fn pack(&self, number: usize, opener: &PackOpener) -> Option<&Arc<Pack>> {
         let slot = self.packs.get(number)?;
         slot.get_or_init(|| {
-            let idx = self.pack_dir.join(&self.file.index_names()[number]);
+            let idx = self.pack_dir.join(&self.file.pack_names()[number]);
             // A pack that is gone, or whose index cannot be read, is not used: its objects are not found
             // through this midx (git's `prepare_midx_pack` failing). A pack that is there but damaged is kept,
             // so that reading from it reports the damage.
@@ -81,20 +79,17 @@ impl MidxLayer {
 
     /// Where this layer says `id` is.
     pub(in crate::store) fn find(&self, id: &oid, opener: &PackOpener) -> Option<Hit<'_>> {
-        // gix-pack's own lookup compares with `memcmp` calls (see `pack_index::search`).
-        let all = 0..self.file.num_objects();
-        let position = super::pack_index::search(all, 0..=u64::MAX, id, |at| self.file.oid_at_index(at))?;
-        self.hit_at(position, opener)
+        self.hit_at(self.file.lookup(id)?, opener)
     }
 
     /// The id at `position` of this layer's sorted table.
     pub(in crate::store) fn oid_at(&self, position: u32) -> &oid {
-        self.file.oid_at_index(position)
+        self.file.oid_at(position)
     }
 
     /// Where the entry at `position` is: `None` if its pack cannot be opened (then the object is not found here).
     pub(in crate::store) fn hit_at(&self, position: u32, opener: &PackOpener) -> Option<Hit<'_>> {
-        match self.file.pack_id_and_pack_offset_at_index(position) {
+        match self.file.entry_at(position) {
             Ok((number, offset)) => self.pack(number as usize, opener).map(|pack| Hit::At(pack, offset)),
             Err(source) => Some(Hit::Damaged(MidxError { path: self.file.path().to_owned(), source })),
         }

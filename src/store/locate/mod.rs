@@ -1,13 +1,14 @@
 //! Where objects are: the object directories (the repository's and its [`alternates`]), their packs (each a
-//! [`pack_index`] and its [`pack`] data, grouped by a [`midx`] or not, as one [`packset`] per directory), loose
-//! files ([`loose`]), and the [`replace`] refs that send one id to another. Also the passes over all of it that
-//! need no object's content: listing every object ([`enumerate`]) and checking many ids at once
-//! ([`exists_sorted`]).
+//! [`pack_index`] and its [`pack`] data, grouped by a [`midx`] or not, as one [`packset`] per directory; each
+//! `.midx` file read by [`midx_file`]), loose files ([`loose`]), and the [`replace`] refs that send one id to
+//! another. Also the passes over all of it that need no object's content: listing every object ([`enumerate`])
+//! and checking many ids at once ([`exists_sorted`]).
 pub(super) mod alternates;
 mod enumerate;
 mod exists_sorted;
 pub(super) mod loose;
 mod midx;
+mod midx_file;
 mod pack;
 mod pack_index;
 mod packset;

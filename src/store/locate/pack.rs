@@ -1,4 +1,6 @@
-//! One pack: its `.idx` (through gix-pack) and its `.pack` data, both memory-mapped.
+//! One pack: its `.idx` (through gix-pack) and its `.pack` data, both memory-mapped, the data when it is first
+//! read from (git's `is_pack_valid` and `use_pack`): a lookup that searches a pack's index and does not find the
+//! object there opens nothing else of it.
 //!
 //! gix-pack does the index lookup and parses entry headers; the store owns inflating and delta resolution
 //! (see `resolve.rs`) because it owns the base cache.
@@ -7,7 +9,6 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::SystemTime;
 
 use gix_hash::oid;
 use gix_pack::data::Entry;
@@ -32,10 +33,11 @@ pub(in crate::store) struct Pack {
     pub id: u32,
     pub index: PackIndex,
     pub pack_path: PathBuf,
-    pub mtime: SystemTime,
-    /// The mapped pack, or why it cannot be used (missing, unreadable, or not the pack its index describes).
-    /// An unusable pack still answers "is the object here?" so that damage is reported, not taken for absence.
-    data: Result<gix_pack::data::File, Arc<PackError>>,
+    hash: gix_hash::Kind,
+    /// The mapped pack, or why it cannot be used (missing, unreadable, or not the pack its index describes),
+    /// once something is read from it. An unusable pack still answers "is the object here?" so that damage is
+    /// reported, not taken for absence.
+    data: OnceLock<Result<gix_pack::data::File, Arc<PackError>>>,
     /// The entries that other entries of this pack are deltas against. Built in the background once the pack
     /// has served a few reads, so short streams never pay for it.
     delta_bases: OnceLock<DeltaBases>,
@@ -66,23 +68,30 @@ fn reads_before_base_scan(objects: u32) -> u32 {
 }
 
 impl Pack {
-    /// Opens `<name>.idx` and maps `<name>.pack`. Fails only when the index itself is unusable.
+    /// Opens `<name>.idx`; `<name>.pack` is mapped when first read from. Fails only when the index itself is
+    /// unusable.
     pub(in crate::store) fn open(idx_path: &Path, id: u32, hash: gix_hash::Kind) -> Result<Pack, PackError> {
         let index = PackIndex::open(idx_path, hash).map_err(PackError::Index)?;
         let pack_path = idx_path.with_extension("pack");
-        let mtime = std::fs::metadata(&pack_path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
-        let data = gix_pack::data::File::at(&pack_path, hash).map_err(PackError::Open).and_then(|data| {
-            if data.num_objects() != index.num_objects() {
-                Err(PackError::CountMismatch { pack: data.num_objects(), index: index.num_objects() })
-            } else if data.checksum().as_slice() != index.pack_checksum() {
-                Err(PackError::ChecksumMismatch)
-            } else {
-                Ok(data)
+        let (data, delta_bases, reads, rev_index) =
+            (OnceLock::new(), OnceLock::new(), AtomicU32::new(0), OnceLock::new());
+        Ok(Pack { id, index, pack_path, hash, data, delta_bases, reads, rev_index })
+    }
+
+    /// The pack data, mapped now if this is the first read, and checked against the index as git checks it at
+    /// open (`open_packed_git`): the object count and the checksum.
+    fn mapped(&self) -> &Result<gix_pack::data::File, Arc<PackError>> {
+        self.data.get_or_init(|| {
+            let data = gix_pack::data::File::at(&self.pack_path, self.hash).map_err(PackError::Open)?;
+            if data.num_objects() != self.index.num_objects() {
+                let (pack, index) = (data.num_objects(), self.index.num_objects());
+                return Err(Arc::new(PackError::CountMismatch { pack, index }));
             }
-        });
-        let data = data.map_err(Arc::new);
-        let (delta_bases, reads, rev_index) = (OnceLock::new(), AtomicU32::new(0), OnceLock::new());
-        Ok(Pack { id, index, pack_path, mtime, data, delta_bases, reads, rev_index })
+            if data.checksum().as_slice() != self.index.pack_checksum() {
+                return Err(Arc::new(PackError::ChecksumMismatch));
+            }
+            Ok(data)
+        })
     }
 
     /// The cache key of the entry at `offset`.
@@ -98,12 +107,13 @@ impl Pack {
 
     /// The pack file opened again for `pread` (see [`reopen`]), if it still is the mapped pack.
     pub(in crate::store) fn reopen(&self) -> Option<File> {
-        reopen(&self.pack_path, self.data.as_ref().ok()?)
+        reopen(&self.pack_path, self.mapped().as_ref().ok()?)
     }
 
-    /// Whether the pack file could not be opened at all (deleted since its index was listed).
+    /// Whether the pack file could not be opened at all (deleted since its index was listed); maps it if no read
+    /// did yet.
     pub(in crate::store) fn is_gone(&self) -> bool {
-        matches!(self.data.as_ref().err().map(|why| &**why), Some(PackError::Open(_)))
+        matches!(self.mapped().as_ref().err().map(|why| &**why), Some(PackError::Open(_)))
     }
 
     pub(in crate::store) fn index_path(&self) -> PathBuf {
@@ -122,7 +132,7 @@ impl Pack {
     }
 
     fn data(&self) -> Result<&gix_pack::data::File, Damage> {
-        self.data.as_ref().map_err(|why| Damage::Unusable(Arc::clone(why)))
+        self.mapped().as_ref().map_err(|why| Damage::Unusable(Arc::clone(why)))
     }
 
     /// The entry header at `offset`.
@@ -158,7 +168,7 @@ impl Pack {
 
     /// A reader of entry headers in offset order, through `pread` (see [`HeaderReader`]).
     pub(super) fn header_reader(&self) -> Option<HeaderReader> {
-        HeaderReader::open(&self.pack_path, self.data.as_ref().ok()?)
+        HeaderReader::open(&self.pack_path, self.mapped().as_ref().ok()?)
     }
 
     /// Is the entry at `offset` the base of deltas of this pack that have not been built from it yet? That is
@@ -425,6 +435,7 @@ mod tests {
         let objects = Objects::new();
         let (path, offsets) = objects.add_pack("big", &entries);
         let pack = open(&path);
+        pack.data_end().expect("mapped by a first read");
         let before = resident_kib(&path);
         pack.index_delta_bases();
         assert!(pack.is_delta_base(offsets[1023]), "the scan found the base");
@@ -439,6 +450,7 @@ mod tests {
         let objects = Objects::new();
         let (path, offsets) = objects.add_pack("a", &chain(&[b"one\n", b"one\ntwo\n"], true));
         let pack = open(&path);
+        pack.data_end().expect("mapped by a first read");
         let mut other = std::fs::read(&path).expect("pack");
         *other.last_mut().expect("trailer") ^= 1;
         let replacement = path.with_extension("new");

@@ -1,11 +1,16 @@
 //! The packs of one object directory as last scanned, and how an object is looked up in them: through the
 //! multi-pack-index layers first, then in each pack that no layer covers, newest first (git's `find_pack_entry`).
 //!
-//! A scan reads the directory listing and each midx's and index's header: nothing whose length is the object
-//! count. Packs a midx covers are opened when an object is first read from them.
+//! A scan lists the directory, reads each midx's header, and stats each `.pack` for the search order: nothing of
+//! a pack is opened. As git does (`prepare_packed_git` lists, `find_pack_entry` opens an index when the search
+//! reaches it), a pack's index is mapped when a lookup first reaches it, and its data when an object is first
+//! read from it: with 123 packs and no midx, a process that asks nothing opens nothing, and the first lookups
+//! open the indexes they search up to the pack that has the object. Packs a midx covers are opened when an object
+//! is first read from them.
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
 
 use gix_hash::oid;
 
@@ -18,10 +23,40 @@ pub(in crate::store) struct PackSet {
     /// The multi-pack-index layers, newest first; then layers of earlier scans that a rewrite replaced, whose
     /// opened packs stay readable as any pack whose file is gone does.
     layers: Vec<Arc<MidxLayer>>,
-    /// Packs that no layer covers, newest first; then packs of earlier scans whose files are gone.
-    packs: Vec<Arc<Pack>>,
-    /// Index files that could not be read; an object missing elsewhere may be in them.
-    pub(in crate::store) bad_indexes: Vec<(PathBuf, Arc<PackError>)>,
+    /// Packs that no layer covers, newest first; then packs of earlier scans, opened then, whose files are gone.
+    packs: Vec<Arc<Listed>>,
+}
+
+/// A pack of the listing, opened when a lookup first reaches it.
+struct Listed {
+    idx_path: PathBuf,
+    /// The `.pack` file's modification time at the scan, which orders the search (the epoch if it has none).
+    mtime: SystemTime,
+    /// The opened pack, or why its index cannot be used.
+    opened: OnceLock<Result<Arc<Pack>, Arc<PackError>>>,
+}
+
+impl Listed {
+    fn new(idx_path: PathBuf) -> Listed {
+        let pack_path = idx_path.with_extension("pack");
+        let mtime = std::fs::metadata(pack_path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+        Listed { idx_path, mtime, opened: OnceLock::new() }
+    }
+
+    /// The pack, its index opened now if this is the first lookup to reach it.
+    fn open(&self, opener: &PackOpener) -> Result<&Arc<Pack>, &Arc<PackError>> {
+        self.opened.get_or_init(|| opener.open(&self.idx_path).map(Arc::new).map_err(Arc::new)).as_ref()
+    }
+
+    /// The pack, if a lookup opened it already.
+    fn opened(&self) -> Option<&Arc<Pack>> {
+        self.opened.get()?.as_ref().ok()
+    }
+
+    /// Whether its index was tried and could not be used.
+    fn failed(&self) -> bool {
+        self.opened.get().is_some_and(Result::is_err)
+    }
 }
 
 /// One place where an object is, or why a place that lists it cannot say where.
@@ -33,7 +68,7 @@ pub(in crate::store) enum Copy<'a> {
 
 impl PackSet {
     /// Every copy of `id` in this set, in lookup order: one per midx layer that lists it (in a pack that can
-    /// be opened), then one per pack no layer covers.
+    /// be opened), then one per pack no layer covers. Each pack's index is opened when the search reaches it.
     pub(in crate::store) fn copies<'a>(
         &'a self,
         id: &'a oid,
@@ -43,7 +78,7 @@ impl PackSet {
             Hit::At(pack, offset) => Some(Copy::At(pack, offset)),
             Hit::Damaged(err) => Some(Copy::Damaged(layer.path().to_owned(), Arc::new(PackError::Midx(err)))),
         });
-        let in_packs = self.packs.iter().filter_map(move |pack| match pack.lookup(id)? {
+        let in_packs = self.uncovered_packs(opener).filter_map(move |pack| match pack.lookup(id)? {
             Ok(offset) => Some(Copy::At(pack, offset)),
             Err(err) => Some(Copy::Damaged(pack.index_path(), Arc::new(PackError::Index(err)))),
         });
@@ -55,9 +90,13 @@ impl PackSet {
         &self.layers
     }
 
-    /// The packs that no layer covers, in lookup order.
-    pub(in crate::store) fn uncovered_packs(&self) -> &[Arc<Pack>] {
-        &self.packs
+    /// The packs that no layer covers whose index can be read, in lookup order, opened as the iteration reaches
+    /// them.
+    pub(in crate::store) fn uncovered_packs<'a>(
+        &'a self,
+        opener: &'a PackOpener,
+    ) -> impl Iterator<Item = &'a Arc<Pack>> + 'a {
+        self.packs.iter().filter_map(move |listed| listed.open(opener).ok())
     }
 
     /// The first intact place of `id`.
@@ -68,31 +107,45 @@ impl PackSet {
         })
     }
 
-    /// Every pack, those the midx layers cover first (opening them now).
+    /// Every pack, those the midx layers cover first (opening them all now).
     pub(in crate::store) fn all_packs<'a>(
         &'a self,
         opener: &'a PackOpener,
     ) -> impl Iterator<Item = &'a Arc<Pack>> + 'a {
-        self.layers.iter().flat_map(move |layer| layer.packs(opener)).chain(&self.packs)
+        self.layers.iter().flat_map(move |layer| layer.packs(opener)).chain(self.uncovered_packs(opener))
+    }
+
+    /// Index files that cannot be read (opening every index not opened yet): an object missing elsewhere may be
+    /// in them. A lookup that found nothing has opened them all already.
+    pub(in crate::store) fn bad_indexes<'a>(
+        &'a self,
+        opener: &'a PackOpener,
+    ) -> impl Iterator<Item = (PathBuf, Arc<PackError>)> + 'a {
+        self.packs.iter().filter_map(move |listed| match listed.open(opener) {
+            Ok(_) => None,
+            Err(why) => Some((listed.idx_path.clone(), Arc::clone(why))),
+        })
     }
 
     /// Packs opened so far.
     pub(in crate::store) fn opened_count(&self) -> usize {
-        self.packs.len() + self.layers.iter().map(|layer| layer.opened()).sum::<usize>()
+        let uncovered = self.packs.iter().filter(|listed| listed.opened().is_some()).count();
+        uncovered + self.layers.iter().map(|layer| layer.opened()).sum::<usize>()
     }
 
-    /// Objects listed, duplicates counted (git's `repo_approximate_object_count`: a midx counts as its total).
-    pub(in crate::store) fn object_count(&self) -> usize {
+    /// Objects listed, duplicates counted (git's `repo_approximate_object_count`: a midx counts as its total, and
+    /// every pack's index is opened to count its objects).
+    pub(in crate::store) fn object_count(&self, opener: &PackOpener) -> usize {
         let in_layers = self.layers.iter().map(|layer| layer.num_objects() as usize);
-        in_layers.chain(self.packs.iter().map(|pack| pack.index.num_objects() as usize)).sum()
+        in_layers.chain(self.uncovered_packs(opener).map(|pack| pack.index.num_objects() as usize)).sum()
     }
 
     /// The set as `pack_dir` holds it now, keeping every pack (and midx layer) of `current` that is still there
-    /// or was already opened; `None` if nothing changed.
-    pub(in crate::store) fn rescan(current: &PackSet, pack_dir: &Path, opener: &PackOpener) -> Option<PackSet> {
+    /// or was already opened; `None` if nothing changed. Nothing of a new pack is opened.
+    pub(in crate::store) fn rescan(current: &PackSet, pack_dir: &Path, hash: gix_hash::Kind) -> Option<PackSet> {
         let mut next = PackSet::default();
         let mut changed = false;
-        for layer in midx::load(pack_dir, opener.hash) {
+        for layer in midx::load(pack_dir, hash) {
             match current.layers.iter().find(|known| known.same_file(&layer)) {
                 Some(known) => next.layers.push(Arc::clone(known)),
                 None => {
@@ -118,26 +171,28 @@ impl PackSet {
             .collect();
         idx_paths.sort();
         for idx_path in idx_paths {
-            let pack_path = idx_path.with_extension("pack");
-            if let Some(known) = current.packs.iter().find(|p| p.pack_path == pack_path) {
-                next.packs.push(Arc::clone(known));
-                continue;
-            }
-            changed = true;
-            match opener.open(&idx_path) {
-                Ok(pack) => next.packs.push(Arc::new(pack)),
-                Err(why) => next.bad_indexes.push((idx_path, Arc::new(why))),
-            }
-        }
-        // Packs whose files are gone (or that a new midx covers) stay mapped and readable, after the live ones.
-        for pack in &current.packs {
-            if !next.packs.iter().any(|p| Arc::ptr_eq(p, pack)) {
-                next.packs.push(Arc::clone(pack));
+            // A pack listed before is kept as it is (opened or not); one whose index could not be read is tried
+            // afresh.
+            match current.packs.iter().find(|known| known.idx_path == idx_path && !known.failed()) {
+                Some(known) => next.packs.push(Arc::clone(known)),
+                None => {
+                    changed = true;
+                    next.packs.push(Arc::new(Listed::new(idx_path)));
+                }
             }
         }
-        changed |= next.bad_indexes.len() != current.bad_indexes.len() || next.packs.len() != current.packs.len();
+        // Packs whose files are gone (or that a new midx covers) stay mapped and readable if they were opened;
+        // one that was only listed is dropped.
+        for listed in &current.packs {
+            if !next.packs.iter().any(|p| Arc::ptr_eq(p, listed)) {
+                match listed.opened() {
+                    Some(_) => next.packs.push(Arc::clone(listed)),
+                    None => changed = true,
+                }
+            }
+        }
         // Newest first, as git orders packs: recent objects are asked for most.
-        next.packs.sort_by_key(|pack| std::cmp::Reverse(pack.mtime));
+        next.packs.sort_by_key(|listed| std::cmp::Reverse(listed.mtime));
         changed.then_some(next)
     }
 }
