@@ -97,7 +97,11 @@ impl Daemon {
         let start = Instant::now();
         while !done(&self.log()) {
             if self.child.try_wait().expect("try_wait").is_some() {
+                // The line may have been logged just before the exit: look again once the log is read to its end.
                 let status = self.wait();
+                if done(&self.log()) {
+                    return;
+                }
                 panic!("the daemon exited ({status}) before logging {what}:\n{}", self.log());
             }
             assert!(start.elapsed() < WAIT, "no {what} in the daemon's log within {WAIT:?}:\n{}", self.log());
