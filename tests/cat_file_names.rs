@@ -579,7 +579,7 @@ fn hand_made_tree(git_dir: &Path, entries: &[(&str, &str, &str)]) -> String {
     let mut data = Vec::new();
     for (mode, name, id) in entries {
         data.extend_from_slice(format!("{mode} {name}\0").as_bytes());
-        data.extend_from_slice(&gix_hash::ObjectId::from_hex(id.as_bytes()).expect("hex id").as_bytes().to_vec());
+        data.extend_from_slice(gix_hash::ObjectId::from_hex(id.as_bytes()).expect("hex id").as_bytes());
     }
     let written = crate::util::git_in(git_dir, &["hash-object", "-t", "tree", "-w", "--literally", "--stdin"], &data);
     String::from_utf8(written).expect("hex").trim().to_owned()
