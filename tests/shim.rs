@@ -267,7 +267,9 @@ fn shim_use_mailmap_and_config_settings_stay_with_cat_blobd() {
     let batch = b"HEAD\nv1\nHEAD:dir\n".to_vec();
     for (at, (options, cwd)) in option_sets.iter().enumerate() {
         if at == option_sets.len() - 1 && crate::util::test_git_version() < (2, 55) {
-            eprintln!("skipped (no git 2.55: set CAT_BLOBD_TEST_GIT): git {options:?} cat-file --use-mailmap");
+            crate::util::skip::record(&format!(
+                "git {options:?} cat-file --use-mailmap needs git 2.55 (set CAT_BLOBD_TEST_GIT)"
+            ));
             continue;
         }
         let with = |rest: &[&'static str]| options.iter().copied().chain(rest.iter().copied()).collect::<Vec<_>>();
