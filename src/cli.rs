@@ -281,8 +281,9 @@ pub struct ConnectArgs {
     pub stream: Vec<Vec<u8>>,
 }
 
-/// The word that selects the cat-file front end, after `cat-blobd` or after `cat-blobd connect`'s own flags.
-pub const CAT_FILE: &str = "cat-file";
+/// The word that selects the cat-file front end, after `cat-blobd` or after `cat-blobd connect`'s own flags: the
+/// word a hello's command line starts with for that front end.
+pub use crate::wire::protocol::CAT_FILE;
 
 /// Splits `cat-blobd connect`'s arguments (after the word `connect`). The usual command line (`--socket`, perhaps
 /// `--server-uid`, and git's flags) is read by hand: building clap's parser is most of what `connect` itself costs

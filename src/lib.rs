@@ -11,6 +11,7 @@
 //! store/         object id -> object bytes     (packs via mmap, loose objects, alternates, delta-base cache)
 //! response/      object bytes -> fd            (response encoding, one writev per response)
 //! server/        many streams, one store       (daemon mode over a Unix socket)
+//! wire/          the daemon's socket protocol  (its hello and replies, and the client side: connect, stats)
 //! shim/          the binary run as `git`       (cat-file and fast-import here, the rest to the real git)
 //! git_compat/    leaf helpers that copy git's C behaviour
 //! ```
@@ -36,3 +37,4 @@ pub mod server;
 pub mod settings;
 pub mod shim;
 pub mod store;
+pub mod wire;

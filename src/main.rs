@@ -154,9 +154,10 @@ mod daemon {
     use cat_blobd::cli::{self, ServeCli, StatsCli};
     use cat_blobd::fatal::print_fatal;
     use cat_blobd::server::log::Value;
-    use cat_blobd::server::protocol::{Reply, SIGPIPE};
-    use cat_blobd::server::{self, Server, ServerConfig, client, shutdown};
+    use cat_blobd::server::{self, Server, ServerConfig, shutdown};
     use cat_blobd::settings::{self, Assembled, Environment, Use};
+    use cat_blobd::wire::client;
+    use cat_blobd::wire::protocol::{Reply, SIGPIPE};
 
     /// `cat-blobd serve`. SIGPIPE is ignored: a client that goes away ends its own stream with EPIPE, never the
     /// daemon. SIGTERM, SIGINT, SIGHUP and SIGQUIT are blocked before any thread

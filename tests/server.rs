@@ -421,7 +421,7 @@ fn server_a_connect_clients_directory_does_not_outlive_its_stream() {
     let input = daemon_dir.path().join("stream");
     std::fs::write(&input, stream).unwrap();
     let input = std::fs::File::open(&input).unwrap();
-    let hello = cat_blobd::server::protocol::Hello {
+    let hello = cat_blobd::wire::protocol::Hello {
         fd_numbers: vec![0],
         umask: 0o022,
         args: vec![b"--export-marks=second.marks".to_vec()],

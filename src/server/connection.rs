@@ -1,5 +1,5 @@
 //! One connection on its own thread: check the peer's uid, tell from the first bytes what the connection is (see
-//! [`protocol`](super::protocol)), run its stream on the shared store — a plain stream on the socket itself, a
+//! [`protocol`](crate::wire::protocol)), run its stream on the shared store — a plain stream on the socket itself, a
 //! `connect` client's stream straight on the fds it passed — and log one line when it ends.
 //!
 //! A `connect` stream's messages (`fatal:`, `error:`, `warning:`, `--stats`) reach the client's stderr through a
@@ -23,16 +23,16 @@ use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFl
 
 use super::State;
 use super::log::Value;
-use super::peer::Peer;
-use super::protocol::{
-    self, CONNECT_MAGIC, CWD_FD, Hello, HelloParser, Kind, MAX_FDS, ProtocolError, Reply, STATS_MAGIC,
-};
 use super::relay::StderrRelay;
 use super::shutdown::{Cancel, CancelReason, CancellableInput};
 use super::slots::NoSlot;
 use super::stats::add;
 use crate::fast_import::{self, Exit, Outcome, StreamIo};
 use crate::fatal::Bytes;
+use crate::wire::peer::Peer;
+use crate::wire::protocol::{
+    self, CONNECT_MAGIC, CWD_FD, Hello, HelloParser, Kind, MAX_FDS, ProtocolError, Reply, STATS_MAGIC,
+};
 
 /// How long closing a plain connection waits for the client to stop sending (so that it reads every response
 /// and then a clean end of file, not a reset), and how long a reply may wait for room in the socket buffer.

@@ -15,7 +15,7 @@
 //!                 resolver and writer threads; a stalled client only ever blocks its own threads
 //! ```
 //!
-//! How the two kinds of clients talk to the server is in [`protocol`]. On a shutdown request the server stops
+//! How the two kinds of clients talk to the server is in [`crate::wire::protocol`]. On a shutdown request the server stops
 //! accepting, answers the clients still in the backlog and those without a stream yet `fatal: … shutting down`,
 //! removes its socket file, lets open streams finish for the grace period (a second request ends it early), then
 //! cuts the rest ([`connection::Handle::cut`]), waits briefly for them to log, waits for every marks export in
@@ -24,13 +24,11 @@
 //! SIGPIPE: `main` has the daemon ignore it (and restores the default action in the other modes), so a client that
 //! goes away ends its own stream with EPIPE, never the daemon.
 mod accept;
+mod access;
 mod cat_file;
-pub mod client;
 mod connection;
 pub(crate) mod listener;
 pub mod log;
-pub(crate) mod peer;
-pub mod protocol;
 mod relay;
 pub mod shutdown;
 mod slots;
@@ -55,10 +53,10 @@ use crate::repo::Repository;
 use crate::store::Store;
 use crate::store::cache::SharedCache;
 use accept::Acceptor;
+use access::Access;
 use connection::Handle;
 use listener::{ListenError, SocketFile};
 use log::{LogFormat, Logger, Value};
-use peer::Access;
 use shutdown::{Notifier, Shutdown};
 use slots::Slots;
 use stats::Counters;

@@ -12,8 +12,8 @@ use std::process::Command;
 use super::options::{KeyUse, Step, key_use, push_config_parameter};
 use super::route::Plan;
 use crate::git_compat::strerror::strerror;
-use crate::server::client::{self, ClientError};
-use crate::server::protocol::{Reply, SIGPIPE};
+use crate::wire::client::{self, ClientError};
+use crate::wire::protocol::{Reply, SIGPIPE};
 
 #[derive(Debug, thiserror::Error)]
 pub(super) enum AnswerError {

@@ -125,9 +125,12 @@ pub struct Hello {
     pub args: Vec<Vec<u8>>,
 }
 
+/// The first word of a command line that selects the cat-file front end (of `cat-blobd`, and of a hello).
+pub const CAT_FILE: &str = "cat-file";
+
 /// Whether a hello's command line asks for the cat-file front end.
 pub fn is_cat_file(args: &[Vec<u8>]) -> bool {
-    args.first().is_some_and(|word| word == crate::cli::CAT_FILE.as_bytes())
+    args.first().is_some_and(|word| word == CAT_FILE.as_bytes())
 }
 
 impl Hello {
