@@ -117,16 +117,7 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> u8 {
             return 128;
         }
     };
-    let cat_file_repo = cat_file::Repo {
-        store: &store,
-        git_dir: &repo.git_dir,
-        common_dir: &repo.common_dir,
-        quote_path: repo.config.quote_path,
-        mailmap: &repo.config.mailmap,
-        compat_object_format: repo.compat_object_format,
-        cache: stream.cache,
-        engine: stream.engine,
-    };
+    let cat_file_repo = cat_file::Repo::new(&repo, &store, stream.cache, stream.engine);
     let code = cat_file::run(args, &cat_file_repo, cat_file::Io::process(), stdin).code;
     let cache = cat_file_repo.cache;
     exit_without_freeing((store, cache));

@@ -25,16 +25,7 @@ pub(super) fn run(
     stderr: BorrowedFd<'_>,
     cancel: &Cancel,
 ) -> Outcome {
-    let repo = cat_file::Repo {
-        store: &state.store,
-        git_dir: &state.repo.git_dir,
-        common_dir: &state.repo.common_dir,
-        quote_path: state.repo.config.quote_path,
-        mailmap: &state.repo.config.mailmap,
-        compat_object_format: state.repo.compat_object_format,
-        cache: state.cache.clone(),
-        engine: state.session.engine,
-    };
+    let repo = cat_file::Repo::new(&state.repo, &state.store, state.cache.clone(), state.session.engine);
     let interrupted = || cancel.reason().map(CancelReason::message);
     let live = Some(Arc::clone(&state.counters.work));
     let io = Io { stdout, stderr: Some(stderr), live, interrupted: Some(&interrupted) };
