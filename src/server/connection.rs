@@ -400,9 +400,12 @@ impl Connection {
         let (stdout, passed_fds) = (find(1), passed.iter().map(|(n, fd)| (*n, fd.as_fd())).collect());
         let result = std::thread::scope(|scope| {
             let session = scope.spawn(move || {
-                // This thread's (and its helpers'), never the connection thread's: that one runs more connections.
-                if let Err(err) = enter_client_context(cwd.as_ref().map(AsFd::as_fd), hello.umask) {
-                    return Err(format!("cannot enter the client's working directory: {err}"));
+                // The client's working directory and umask, so that relative marks paths mean what they mean in its
+                // own directory and the files its stream writes get the modes they would get from `cat-blobd` run
+                // there. This thread's (and its helpers'), never the connection thread's: that one runs more
+                // connections.
+                if let Err(err) = super::thread_fs::enter(hello.umask, cwd.as_ref().map(AsFd::as_fd)) {
+                    return Err(format!("cannot enter the client's working directory: {}", io::Error::from(err)));
                 }
                 let input = CancellableInput::new(stdin, cancel);
                 let outcome = match cat_file {
@@ -457,21 +460,6 @@ impl Connection {
         let _ = self.stream.set_write_timeout(Some(LINGER));
         let _ = (&*self.stream).write_all(&reply.encode());
     }
-}
-
-/// Makes `dir` the working directory and `umask` the umask of this thread (and of the threads it starts), not of
-/// the process: relative marks paths of a `connect` client then mean what they mean in its own directory, and the
-/// files its stream writes get the modes they would get from `cat-blobd` run there.
-#[allow(unsafe_code)]
-fn enter_client_context(dir: Option<BorrowedFd<'_>>, umask: u32) -> io::Result<()> {
-    // SAFETY: with CLONE_FS only, unshare gives this thread its own working directory, root and umask. It does not
-    // touch the fd table (CLONE_FILES is what `unshare_unsafe` is unsafe for), so every fd stays valid everywhere.
-    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS)? };
-    rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask & 0o777));
-    if let Some(dir) = dir {
-        rustix::process::fchdir(dir)?;
-    }
-    Ok(())
 }
 
 /// Relays the session's messages from `relay` to the client's stderr until the session closes its end, and

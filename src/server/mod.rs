@@ -33,6 +33,7 @@ mod relay;
 pub mod shutdown;
 mod slots;
 mod stats;
+mod thread_fs;
 mod workers;
 
 use std::collections::HashMap;
