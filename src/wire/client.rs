@@ -10,6 +10,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 
+use crate::fatal::Bytes;
 use crate::git_compat::strerror::strerror;
 use crate::git_compat::strtoumax::ulong_arg;
 
@@ -42,6 +43,9 @@ pub enum ClientError {
         path.display()
     )]
     UntrustedServer { path: PathBuf, uid: u32, own: u32 },
+    /// The daemon answered `fatal: <message>` where it would have sent its counters.
+    #[error("cannot talk to the cat-blobd daemon at {}: {}", path.display(), Bytes(message))]
+    Refused { path: PathBuf, message: Vec<u8> },
     #[error(transparent)]
     Protocol(#[from] ProtocolError),
 }
@@ -125,10 +129,8 @@ pub fn stats(socket: &Path) -> Result<Vec<u8>, ClientError> {
         sent.map_err(io_error)?;
     }
     if let Some(text) = answer.strip_prefix(b"fatal: ") {
-        return Err(ClientError::Io {
-            path: socket.to_owned(),
-            source: io::Error::other(String::from_utf8_lossy(text.strip_suffix(b"\n").unwrap_or(text)).into_owned()),
-        });
+        let message = text.strip_suffix(b"\n").unwrap_or(text).to_vec();
+        return Err(ClientError::Refused { path: socket.to_owned(), message });
     }
     Ok(answer)
 }

@@ -47,6 +47,8 @@
 //!
 //! A refused plain client gets the same `fatal:` line on its connection before it is closed.
 
+use crate::fatal::Bytes;
+
 /// First bytes of a `cat-blobd connect` client.
 pub const CONNECT_MAGIC: &[u8] = b"\0cat-blobd connect 2\n";
 /// First (and only) bytes of a `cat-blobd stats` client.
@@ -84,8 +86,8 @@ pub enum ProtocolError {
     TrailingBytes,
     #[error("the connection ended in the middle of the hello")]
     Truncated,
-    #[error("the daemon's reply is not understood: {0:?}")]
-    BadReply(String),
+    #[error("the daemon's reply is not understood: {:?}", Bytes(.0))]
+    BadReply(Vec<u8>),
 }
 
 /// What the first bytes of a connection say it is.
@@ -296,7 +298,7 @@ impl Reply {
 
     /// Parses everything the server wrote before closing: exactly one line.
     pub fn decode(bytes: &[u8]) -> Result<Reply, ProtocolError> {
-        let bad = || ProtocolError::BadReply(crate::fatal::Bytes(bytes).to_string());
+        let bad = || ProtocolError::BadReply(bytes.to_vec());
         let line = bytes.strip_suffix(b"\n").filter(|line| !line.contains(&b'\n')).ok_or_else(bad)?;
         if let Some(text) = line.strip_prefix(b"fatal: ") {
             return Ok(Reply::Fatal(text.to_vec()));
@@ -389,5 +391,7 @@ mod tests {
         assert!(Reply::decode(b"exit 0\nexit 1\n").is_err());
         assert!(Reply::decode(b"exit 300\n").is_err());
         assert!(Reply::decode(b"").is_err());
+        // The reply's bytes are kept as they came, not made into UTF-8.
+        assert_eq!(Reply::decode(b"exit \xff\n"), Err(ProtocolError::BadReply(b"exit \xff\n".to_vec())));
     }
 }
