@@ -690,7 +690,7 @@ fn server_replaces_a_stale_socket_but_never_steals_a_live_one() {
 }
 
 /// Another uid is refused unless listed with --allow-uid, and even then may not name files. Needs root to run a
-/// client as another user; the admission check itself is unit-tested in `server::peer`.
+/// client as another user; the admission check itself is unit-tested in `server::access`.
 #[test]
 fn server_refuses_other_uids_unless_allowed() {
     if !rustix::process::geteuid().is_root() {
