@@ -148,7 +148,6 @@ mod daemon {
     use cat_blobd::server::{self, Server, ServerConfig, shutdown};
     use cat_blobd::settings::{self, Assembled, Environment, Use};
     use cat_blobd::wire::client;
-    use cat_blobd::wire::protocol::{Reply, SIGPIPE};
 
     /// `cat-blobd serve`. SIGPIPE is ignored: a client that goes away ends its own stream with EPIPE, never the
     /// daemon. SIGTERM, SIGINT, SIGHUP and SIGQUIT are blocked before any thread
@@ -211,21 +210,8 @@ mod daemon {
             Err(err) => return usage_error(err),
         };
         match client::connect(&args.cli.socket, args.cli.server_uid, args.stream) {
-            Ok(Reply::Exit(status)) => status,
-            Ok(Reply::Signal(signal)) => {
-                if signal == SIGPIPE {
-                    // SIGPIPE's default action was restored at start: this ends the process.
-                    let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::PIPE);
-                }
-                128u8.saturating_add(u8::try_from(signal).unwrap_or(0))
-            }
-            Ok(Reply::Fatal(text)) => {
-                let mut line = b"fatal: ".to_vec();
-                line.extend_from_slice(&text);
-                line.push(b'\n');
-                let _ = std::io::stderr().write_all(&line);
-                128
-            }
+            // SIGPIPE's default action was restored at start: a stream that died of it ends this process too.
+            Ok(reply) => client::exit_status(reply),
             Err(err) => {
                 print_fatal(&err.to_string());
                 128

@@ -425,6 +425,7 @@ fn server_a_connect_clients_directory_does_not_outlive_its_stream() {
         fd_numbers: vec![0],
         umask: 0o022,
         args: vec![b"--export-marks=second.marks".to_vec()],
+        env: Vec::new(),
     };
     let conn = UnixStream::connect(&socket).expect("connect to the daemon");
     let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
