@@ -11,7 +11,7 @@ use clap::Parser;
 ///
 /// Reads a fast-import command stream on stdin and writes each response to the cat-blob fd, byte for byte
 /// like `git fast-import --cat-blob-fd=<fd>`.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(
     name = "cat-blobd",
     version,
@@ -243,6 +243,20 @@ pub struct ServeCli {
     /// One line per connection on stderr: `text` (key=value) or `json`.
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     pub log_format: crate::server::log::LogFormat,
+
+    /// Serve every repository under DIR (bare ones, work trees' `.git`, linked worktrees, with alternates under
+    /// DIR), each client's found as git finds it from the client, instead of one repository.
+    #[arg(long, value_name = "DIR", conflicts_with = "git_dir")]
+    pub root: Option<PathBuf>,
+
+    /// With --root: bytes of delta-base caches and mapped pack indexes over all open repositories; past it the
+    /// repositories idle longest are closed.
+    #[arg(long, value_name = "BYTES", default_value = "1g", value_parser = parse_size, requires = "root")]
+    pub memory_budget: u64,
+
+    /// With --root: repositories open at once; past it the repositories idle longest are closed.
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "root")]
+    pub max_open_repositories: usize,
 
     #[command(flatten)]
     pub stream: Cli,

@@ -137,7 +137,6 @@ fn exit_without_freeing<T>(store_and_cache: T) {
 mod daemon {
     use std::ffi::OsString;
     use std::io::Write;
-    use std::sync::Arc;
 
     use clap::Parser;
 
@@ -145,7 +144,7 @@ mod daemon {
     use cat_blobd::cli::{self, ServeCli, StatsCli};
     use cat_blobd::fatal::print_fatal;
     use cat_blobd::server::log::Value;
-    use cat_blobd::server::{self, Server, ServerConfig, shutdown};
+    use cat_blobd::server::{self, RootConfig, Server, ServerConfig, Serving, shutdown};
     use cat_blobd::settings::{self, Assembled, Environment, Use};
     use cat_blobd::wire::client;
 
@@ -172,11 +171,23 @@ mod daemon {
     }
 
     fn serve(args: ServeCli) -> anyhow::Result<()> {
-        let Assembled { repo, store, stream: mut session } =
-            settings::assemble(&args.stream, &Environment::from_process(), Use::Daemon)?;
-        if !args.allow_writes {
-            session.write_through = None;
-        }
+        let serving = match &args.root {
+            Some(dir) => Serving::Root(RootConfig {
+                dir: dir.clone(),
+                cli: args.stream.clone(),
+                allow_writes: args.allow_writes,
+                memory_budget: args.memory_budget,
+                max_open_repositories: args.max_open_repositories,
+            }),
+            None => {
+                let Assembled { repo, store, stream: mut session } =
+                    settings::assemble(&args.stream, &Environment::from_process(), Use::Daemon)?;
+                if !args.allow_writes {
+                    session.write_through = None;
+                }
+                Serving::One { repo, store, session }
+            }
+        };
         let config = ServerConfig {
             socket: args.socket,
             socket_mode: args.socket_mode,
@@ -190,11 +201,10 @@ mod daemon {
             max_stream_blobs_total: args.max_stream_blobs_total,
             max_spill_bytes_total: args.max_spill_bytes_total,
             log_format: args.log_format,
-            session,
-            repo,
+            serving,
         };
         server::raise_fd_limit();
-        let server = Server::bind(config, Arc::new(store))?;
+        let server = Server::bind(config)?;
         let log = server.logger();
         shutdown::spawn_signal_thread(server.shutdown_handle(), move |signal| {
             log.log("signal", &[("signal", Value::Str(signal))]);

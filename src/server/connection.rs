@@ -24,6 +24,7 @@ use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFl
 use super::State;
 use super::log::Value;
 use super::relay::StderrRelay;
+use super::repos::Refusal;
 use super::shutdown::{Cancel, CancelReason, CancellableInput};
 use super::slots::NoSlot;
 use super::stats::add;
@@ -318,10 +319,15 @@ impl Connection {
             let _ = self.stream.shutdown(Direction::Both);
         }
         let state = &self.state;
+        let Some(served) = state.repos.for_plain() else {
+            let message = "a --root daemon serves `cat-blobd connect` clients only: a plain stream names no repository";
+            self.refuse(message);
+            return Record::refused("plain", message.to_owned());
+        };
         let result = catch_unwind(AssertUnwindSafe(|| {
             let input = io::Cursor::new(prefix).chain(CancellableInput::new(self.stream.as_fd(), &self.handle.cancel));
             let io = StreamIo { stdout: Some(self.stream.as_fd()), stderr: None, passed_fds: Some(Vec::new()) };
-            fast_import::run(input, io, &state.store, state.session_config(self.peer.uid, Vec::new()))
+            fast_import::run(input, io, served.store(), state.session_config(&served, self.peer.uid, Vec::new()))
         }));
         self.close_plain();
         match result {
@@ -379,6 +385,19 @@ impl Connection {
                 passed.push((*number, fd));
             }
         }
+        let served = match state.repos.for_client(&hello, cwd.as_ref(), self.peer, state.access.server_uid) {
+            Ok(served) => served,
+            Err(refusal) => {
+                let message = refusal.to_string();
+                let bytes = crate::fatal::message_bytes(&message);
+                self.reply(&match refusal {
+                    Refusal::Elsewhere(_) => Reply::Elsewhere(bytes),
+                    Refusal::Fatal(_) => Reply::Fatal(bytes),
+                });
+                return Record::refused(kind, message);
+            }
+        };
+        let served = &served;
         let find = |number: i32| passed.iter().find(|(n, _)| *n == number).map(|(_, fd)| fd.as_fd());
         let Some(stdin) = find(0) else {
             // What `cat-blobd` itself says when its stdin is not open.
@@ -409,12 +428,14 @@ impl Connection {
                 }
                 let input = CancellableInput::new(stdin, cancel);
                 let outcome = match cat_file {
-                    Some(args) => super::cat_file::run(state, args, input, stdout, relay_write.as_fd(), cancel),
+                    Some(args) => super::cat_file::run(state, served, args, input, stdout, relay_write.as_fd(), cancel),
                     None => {
                         let io = StreamIo { stdout, stderr: Some(relay_write.as_fd()), passed_fds: Some(passed_fds) };
-                        fast_import::run(input, io, &state.store, state.session_config(self.peer.uid, hello.args))
+                        let config = state.session_config(served, self.peer.uid, hello.args);
+                        fast_import::run(input, io, served.store(), config)
                     }
                 };
+                served.count(outcome.stats.requests, outcome.stats.bytes);
                 drop(relay_write);
                 Ok(outcome)
             });
@@ -443,7 +464,7 @@ impl Connection {
 
     fn stats(&self) -> Record {
         let state = &self.state;
-        let text = state.counters.render(&state.cache, &state.store, state.started.elapsed(), state.log.dropped());
+        let text = state.counters.render(&state.repos, state.started.elapsed(), state.log.dropped());
         let _ = self.stream.set_write_timeout(Some(LINGER));
         let _ = (&*self.stream).write_all(text.as_bytes());
         Record { kind: "stats", outcome: "ok", exit: None, requests: 0, bytes: 0, error: None }

@@ -7,6 +7,7 @@
 //! repository reads no table whose length is the object count: indexes are mapped and checked as git checks them.
 
 mod alternates;
+pub(crate) use alternates::entries as alternate_entries;
 mod big;
 pub(crate) mod cache;
 mod data;
