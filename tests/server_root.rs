@@ -219,6 +219,9 @@ fn stat_value(stats: &str, name: &str) -> u64 {
     line.unwrap_or_else(|| panic!("no {name} in:\n{stats}")).parse().unwrap()
 }
 
+/// What an escape is, where the client runs, its environment, and what its message must name.
+type Escape<'a> = (&'a str, PathBuf, Vec<(&'a str, &'a Path)>, String);
+
 #[test]
 fn server_root_refuses_escapes_and_what_is_no_repository() {
     let forge = Forge::new();
@@ -236,7 +239,7 @@ fn server_root_refuses_escapes_and_what_is_no_repository() {
     let mut daemon = forge.daemon(&[]);
     let socket = daemon.socket.clone();
     let real_root = root.canonicalize().unwrap();
-    let cases: [(&str, PathBuf, Vec<(&str, &Path)>, String); 7] = [
+    let cases: [Escape; 7] = [
         ("a symlink", root.join("link"), vec![], secret.canonicalize().unwrap().display().to_string()),
         ("a symlinked GIT_DIR", root.clone(), vec![("GIT_DIR", Path::new("link/.git"))], "link/.git".into()),
         ("a .git file", root.join("gitfile"), vec![], "outside the root".into()),
