@@ -254,6 +254,10 @@ pub struct ServeCli {
     #[arg(long, value_name = "BYTES", default_value = "1g", value_parser = parse_size, requires = "root")]
     pub memory_budget: u64,
 
+    /// Serve Prometheus metrics at http://ADDR/metrics (a loopback address, e.g. 127.0.0.1:9236).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+
     /// With --root: repositories open at once; past it the repositories idle longest are closed.
     #[arg(long, value_name = "N", default_value_t = 1000, requires = "root")]
     pub max_open_repositories: usize,

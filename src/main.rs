@@ -202,6 +202,7 @@ mod daemon {
             max_spill_bytes_total: args.max_spill_bytes_total,
             log_format: args.log_format,
             serving,
+            metrics: args.metrics,
         };
         server::raise_fd_limit();
         let server = Server::bind(config)?;

@@ -528,3 +528,51 @@ fn server_root_a_flood_of_repositories_keeps_fds_and_open_repositories_bounded()
     assert!(stat_value(&stats, "repositories_evicted_total") >= 76, "{stats}");
     assert!(fds() <= after_first.unwrap(), "fds grew from {:?} to {}", after_first, fds());
 }
+
+/// `serve --metrics`: Prometheus' text format, checked by Prometheus' own parser (`promtool check metrics`, from
+/// Debian's `prometheus`, which `.ci/run` installs; skipped, and says so, where it is missing), with the counters
+/// the clients made.
+#[test]
+fn server_root_metrics_pass_promtool() {
+    let forge = Forge::new();
+    let root = forge.root();
+    let mut daemon = forge.daemon(&["--metrics", "127.0.0.1:0"]);
+    for dir in ["plain/work", "org/pool.git", "plain/work"] {
+        let ran = connect_cat_file(&daemon.socket, &root.join(dir), &["--batch-check"], b"HEAD\nHEAD:f\n", &[]);
+        assert!(ran.status.success(), "{}", escape(&ran.stderr));
+    }
+    daemon.wait_for_log_count("outcome=ok", 3);
+    let log = daemon.log();
+    let addr = log.lines().find_map(|line| line.split(" metrics address=").nth(1)).expect("the metrics address");
+    let text = scrape(addr.trim(), "/metrics");
+    for expected in [
+        "cat_blobd_catfile_requests_total 6\n",
+        "cat_blobd_catfile_cache_members 2\n",
+        "cat_blobd_catfile_cache_total{type=\"miss\"} 2\n",
+        "cat_blobd_catfile_cache_total{type=\"hit\"} 1\n",
+        "cat_blobd_streams_total{outcome=\"ok\"} 3\n",
+    ] {
+        assert!(text.contains(expected), "{expected:?} not in:\n{text}");
+    }
+    assert!(scrape(addr.trim(), "/other").is_empty(), "only /metrics is served");
+    let promtool = Command::new("promtool").arg("--version").output();
+    if promtool.is_err() {
+        eprintln!("server_root_metrics_pass_promtool: no promtool (Debian's prometheus package); the check is skipped");
+        return;
+    }
+    let mut cmd = Command::new("promtool");
+    cmd.args(["check", "metrics"]);
+    let checked = run(cmd, forge.top.path(), text.as_bytes(), &[]);
+    assert!(checked.status.success(), "promtool: {}{}", escape(&checked.stdout), escape(&checked.stderr));
+}
+
+/// The body of `GET path` on `addr`, empty unless the answer is 200.
+fn scrape(addr: &str, path: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    if head.starts_with("HTTP/1.1 200 ") { body.to_owned() } else { String::new() }
+}

@@ -29,6 +29,7 @@ mod cat_file;
 mod connection;
 pub(crate) mod listener;
 pub mod log;
+mod metrics;
 mod relay;
 mod repos;
 mod root;
@@ -79,6 +80,8 @@ pub enum ServerError {
     Setup(#[source] io::Error),
     #[error("the accept loop failed: {0}")]
     Poll(#[source] io::Error),
+    #[error(transparent)]
+    Metrics(#[from] metrics::MetricsError),
     #[error("cannot serve the root {}: {source}", path.display())]
     Root {
         path: PathBuf,
@@ -112,6 +115,8 @@ pub struct ServerConfig {
     pub log_format: LogFormat,
     /// What is served: one repository, or every one under a root.
     pub serving: Serving,
+    /// Where to serve Prometheus metrics (`/metrics`), a loopback address.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// What a daemon serves.
@@ -197,6 +202,7 @@ impl State {
 /// A bound daemon, ready to [`run`](Server::run).
 pub struct Server {
     listener: UnixListener,
+    metrics: Option<std::net::TcpListener>,
     socket: SocketFile,
     state: Arc<State>,
     shutdown: Shutdown,
@@ -230,6 +236,7 @@ impl Server {
                 Repos::Root(Box::new(root::Pool::new(dir, root.cli, root.allow_writes, limits)))
             }
         };
+        let metrics = config.metrics.map(metrics::bind).transpose()?;
         let (listener, socket) = listener::bind(&config.socket, config.socket_mode)?;
         let state = State {
             repos,
@@ -246,6 +253,7 @@ impl Server {
         };
         Ok(Server {
             listener,
+            metrics,
             socket,
             state: Arc::new(state),
             shutdown: Shutdown::new().map_err(ServerError::Setup)?,
@@ -268,6 +276,12 @@ impl Server {
     /// end with the process), never while a marks file is being written.
     pub fn run(mut self) -> Result<(), ServerError> {
         let state = Arc::clone(&self.state);
+        // Before `listening`: whoever waits for that finds the address here.
+        if let Some(metrics) = self.metrics.take() {
+            let addr = metrics.local_addr().map_err(ServerError::Setup)?.to_string();
+            state.log.log("metrics", &[("address", Value::Str(&addr))]);
+            metrics::spawn(metrics, Arc::clone(&state)).map_err(ServerError::Setup)?;
+        }
         state.log.log(
             "listening",
             &[

@@ -130,6 +130,8 @@ pub(crate) struct Pool {
     inner: Mutex<Inner>,
     pub opened: AtomicU64,
     pub evicted: AtomicU64,
+    /// Clients served from a repository already open.
+    pub reused: AtomicU64,
 }
 
 /// What one repository's state is, as `cat-blobd stats` shows it.
@@ -154,6 +156,7 @@ impl Pool {
             inner: Mutex::default(),
             opened: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
+            reused: AtomicU64::new(0),
         }
     }
 
@@ -184,6 +187,7 @@ impl Pool {
         let mut inner = self.inner();
         if let Some(open) = inner.open.get(&key).filter(|open| open.identity == identity) {
             // Another client opened it meanwhile: ours goes.
+            self.reused.fetch_add(1, Ordering::Relaxed);
             return Ok(hold(open));
         }
         let stats = Arc::clone(inner.stats.entry(key.git_dir.clone()).or_default());
@@ -213,6 +217,7 @@ impl Pool {
         let mut inner = self.inner();
         let open = inner.open.get(key)?;
         if open.identity == identity {
+            self.reused.fetch_add(1, Ordering::Relaxed);
             return Some(hold(open));
         }
         // Deleted, renamed over or re-created: its clients keep the one they have; the next opens anew.
