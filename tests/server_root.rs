@@ -198,6 +198,8 @@ fn server_root_serves_every_shape_of_repository_like_git() {
     daemon.signal(rustix::process::Signal::TERM);
     assert!(daemon.wait().success());
     assert!(!daemon.log().contains("outcome=refused"), "{}", daemon.log());
+    let named = format!(" repository={}\n", work.display());
+    assert_eq!(daemon.log().matches(&named).count(), 4 + 6 * 4, "each stream names its repository:\n{}", daemon.log());
 }
 
 /// `cat-blobd stats` on the daemon at `socket`.

@@ -24,7 +24,7 @@ use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFl
 use super::State;
 use super::log::Value;
 use super::relay::StderrRelay;
-use super::repos::Refusal;
+use super::repos::{Refusal, Served};
 use super::shutdown::{Cancel, CancelReason, CancellableInput};
 use super::slots::NoSlot;
 use super::stats::add;
@@ -108,11 +108,13 @@ struct Record {
     requests: u64,
     bytes: u64,
     error: Option<String>,
+    /// The repository a `--root` daemon served the stream from.
+    repository: Option<String>,
 }
 
 impl Record {
     fn refused(kind: &'static str, error: String) -> Record {
-        Record { kind, outcome: "refused", exit: None, requests: 0, bytes: 0, error: Some(error) }
+        Record { kind, outcome: "refused", exit: None, requests: 0, bytes: 0, error: Some(error), repository: None }
     }
 
     fn stream(kind: &'static str, outcome: &Outcome, cancel: Option<CancelReason>, broken_pipe: bool) -> Record {
@@ -132,12 +134,13 @@ impl Record {
             requests: outcome.stats.requests,
             bytes: outcome.stats.bytes,
             error: outcome.fatal.clone(),
+            repository: None,
         }
     }
 
     fn panicked(kind: &'static str) -> Record {
         let error = Some("internal error: the stream's thread panicked".to_owned());
-        Record { kind, outcome: "panic", exit: Some(128), requests: 0, bytes: 0, error }
+        Record { kind, outcome: "panic", exit: Some(128), requests: 0, bytes: 0, error, repository: None }
     }
 }
 
@@ -218,6 +221,9 @@ impl Connection {
         }
         if let Some(error) = &record.error {
             fields.push(("error", Value::Str(error)));
+        }
+        if let Some(repository) = &record.repository {
+            fields.push(("repository", Value::Str(repository)));
         }
         self.state.log.log("connection", &fields);
     }
@@ -459,7 +465,11 @@ impl Connection {
         // Close every passed fd before the reply: the frontend sees end of file no later than `connect` exits.
         drop(passed);
         self.reply(&if broken_pipe { Reply::Signal(protocol::SIGPIPE) } else { Reply::Exit(outcome.code()) });
-        Record::stream(kind, &outcome, cancel.reason(), broken_pipe)
+        let mut record = Record::stream(kind, &outcome, cancel.reason(), broken_pipe);
+        if matches!(served, Served::Root(_)) {
+            record.repository = Some(served.repo().git_dir.display().to_string());
+        }
+        record
     }
 
     fn stats(&self) -> Record {
@@ -467,7 +477,7 @@ impl Connection {
         let text = state.counters.render(&state.repos, state.started.elapsed(), state.log.dropped());
         let _ = self.stream.set_write_timeout(Some(LINGER));
         let _ = (&*self.stream).write_all(text.as_bytes());
-        Record { kind: "stats", outcome: "ok", exit: None, requests: 0, bytes: 0, error: None }
+        Record { kind: "stats", outcome: "ok", exit: None, requests: 0, bytes: 0, error: None, repository: None }
     }
 
     /// Tells the client why it is refused, then closes like a plain stream.
