@@ -195,11 +195,17 @@ fn server_root_serves_every_shape_of_repository_like_git() {
     let line = repository_line(&stats, &work);
     assert!(line.contains(" opens=1 "), "one open for every client of one repository:\n{stats}");
     // The log names each stream; nothing was refused.
-    daemon.signal(rustix::process::Signal::TERM);
-    assert!(daemon.wait().success());
-    assert!(!daemon.log().contains("outcome=refused"), "{}", daemon.log());
+    let log = stop(daemon);
+    assert!(!log.contains("outcome=refused"), "{log}");
     let named = format!(" repository={}\n", work.display());
-    assert_eq!(daemon.log().matches(&named).count(), 4 + 6 * 4, "each stream names its repository:\n{}", daemon.log());
+    assert_eq!(log.matches(&named).count(), 4 + 6 * 4, "each stream names its repository:\n{log}");
+}
+
+/// Stops the daemon with SIGTERM; it must exit 0. Its whole log.
+fn stop(mut daemon: Daemon) -> String {
+    daemon.signal(rustix::process::Signal::TERM);
+    assert!(daemon.wait().success(), "{}", daemon.log());
+    daemon.log()
 }
 
 /// `cat-blobd stats` on the daemon at `socket`.
@@ -264,8 +270,7 @@ fn server_root_refuses_escapes_and_what_is_no_repository() {
     daemon.wait_for_log_count("outcome=refused", cases.len());
     // The refusals changed nothing for a repository under the root.
     same_as_git(&socket, &root.join("plain/work"), &[]);
-    daemon.signal(rustix::process::Signal::TERM);
-    assert!(daemon.wait().success());
+    let _ = stop(daemon);
 }
 
 /// A client of another uid reaches only the repositories whose mode lets it read them. Needs root (to run a
@@ -310,8 +315,7 @@ fn server_root_gives_other_uids_only_what_they_may_read() {
         escape(&private.stderr)
     );
     daemon.wait_for_log("outcome=refused");
-    daemon.signal(rustix::process::Signal::TERM);
-    assert!(daemon.wait().success());
+    let _ = stop(daemon);
 }
 
 /// A `--batch` client kept open: requests in, one answer out at a time.
@@ -387,8 +391,7 @@ fn server_root_closes_idle_repositories_past_its_limits_never_one_with_clients()
     let stats = self::stats(&socket);
     assert!(repository_line(&stats, &real.join("plain/work/.git")).contains(" open=0 "), "{stats}");
     assert!(stat_value(&stats, "repositories_open") <= 1, "{stats}");
-    daemon.signal(rustix::process::Signal::TERM);
-    assert!(daemon.wait().success());
+    let _ = stop(daemon);
 }
 
 #[test]
@@ -437,8 +440,7 @@ fn server_root_follows_repositories_created_repacked_and_deleted_while_serving()
     assert_bytes_eq("unaffected", &git_answer(&work, "HEAD:d/g"), &reader.ask("HEAD:d/g"));
     reader.finish();
     daemon.wait_for_log("outcome=refused");
-    daemon.signal(rustix::process::Signal::TERM);
-    assert!(daemon.wait().success());
+    let _ = stop(daemon);
 }
 
 #[test]
