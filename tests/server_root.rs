@@ -170,7 +170,7 @@ fn server_root_serves_every_shape_of_repository_like_git() {
     git(&root.join("plain/work"), &["push", "-q", &packed.display().to_string(), "HEAD:refs/heads/main"]);
     git(&packed, &["repack", "-q"]);
     git(&packed, &["multi-pack-index", "write"]);
-    let mut daemon = forge.daemon(&[]);
+    let daemon = forge.daemon(&[]);
     let socket = daemon.socket.clone();
     // A work tree from a subdirectory, a linked worktree, bare repositories from inside and through a relative
     // GIT_DIR, a fork through its alternates, packs under a multi-pack-index.
@@ -367,7 +367,7 @@ fn git_answer(dir: &Path, name: &str) -> Vec<u8> {
 fn server_root_closes_idle_repositories_past_its_limits_never_one_with_clients() {
     let forge = Forge::new();
     let root = forge.root();
-    let mut daemon = forge.daemon(&["--max-open-repositories", "1", "--memory-budget", "1m"]);
+    let daemon = forge.daemon(&["--max-open-repositories", "1", "--memory-budget", "1m"]);
     let socket = daemon.socket.clone();
     // A client holds the work tree's repository open while others come and go.
     let work = root.join("plain/work");
