@@ -580,3 +580,39 @@ fn scrape(addr: &str, path: &str) -> String {
     let (head, body) = answer.split_once("\r\n\r\n").unwrap();
     if head.starts_with("HTTP/1.1 200 ") { body.to_owned() } else { String::new() }
 }
+
+/// A client that stops reading in the middle of a large answer holds its own stream only: clients of other
+/// repositories, of its own repository, and the pool's eviction (with one repository open at most) go on.
+#[test]
+fn server_root_a_stalled_client_holds_up_no_one_else() {
+    let forge = Forge::new();
+    let root = forge.root();
+    let work = root.join("plain/work");
+    let big: String = (0..200_000).map(|i| format!("line {i}\n")).collect();
+    commit(&work, "big", &big);
+    let daemon = forge.daemon(&["--max-open-repositories", "1"]);
+    let mut cmd = Command::new(CAT_BLOBD);
+    clean_git_env(&mut cmd);
+    cmd.arg("connect").arg("--socket").arg(&daemon.socket).args(["cat-file", "--batch"]).current_dir(&work);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut stalled = cmd.spawn().unwrap();
+    // Megabytes asked for, none read: the daemon's writer blocks on the full pipe.
+    stalled.stdin.as_mut().unwrap().write_all(&b"HEAD:big\n".repeat(8)).unwrap();
+    let mut first = [0u8; 64];
+    let mut stdout = stalled.stdout.take().unwrap();
+    stdout.read_exact(&mut first).unwrap();
+    for dir in ["org/pool.git", "@hashed/ab/cd/abcd.git", "plain/work/d"] {
+        same_as_git(&daemon.socket, &root.join(dir), &[]);
+    }
+    let stats = stats(&daemon.socket);
+    let real = root.canonicalize().unwrap();
+    assert!(repository_line(&stats, &real.join("plain/work/.git")).contains(" open=1 clients=1 "), "{stats}");
+    // Once it reads on, it gets every byte.
+    drop(stalled.stdin.take());
+    let mut rest = Vec::new();
+    stdout.read_to_end(&mut rest).unwrap();
+    let expected = git_cat_file(&work, &["--batch"], &b"HEAD:big\n".repeat(8), &[]).stdout;
+    assert_bytes_eq("the stalled client", &expected, &[&first[..], &rest].concat());
+    assert!(wait_with_timeout(&mut stalled, WAIT, "the stalled client".as_ref()).success());
+    let _ = stop(daemon);
+}
