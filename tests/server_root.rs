@@ -616,3 +616,29 @@ fn server_root_a_stalled_client_holds_up_no_one_else() {
     assert!(wait_with_timeout(&mut stalled, WAIT, "the stalled client".as_ref()).success());
     let _ = stop(daemon);
 }
+
+/// With `--allow-writes`, a stream's writing commands go to git in the client's own repository under the root,
+/// as they would with a single-repository daemon: the same ref and answers as git fast-import alone.
+#[test]
+fn server_root_writes_through_to_the_clients_repository() {
+    let forge = Forge::new();
+    let root = forge.root();
+    git(&root, &["clone", "-q", "--bare", "--no-local", "plain/work", "org/theirs.git"]);
+    let daemon = forge.daemon(&["--allow-writes"]);
+    let stream = b"blob\nmark :1\ndata 4\nnew\ncommit refs/heads/written\nmark :2\n\
+                   committer C O Mitter <c@example.com> 1600000000 +0000\ndata 2\nm\nfrom refs/heads/main\n\
+                   M 100644 :1 n\n\nget-mark :2\ncat-blob :1\n";
+    let mut connect = Command::new(CAT_BLOBD);
+    connect.arg("connect").arg("--socket").arg(&daemon.socket).args(["--quiet", "--cat-blob-fd=1"]);
+    let ours = run(connect, &root.join("org/pool.git"), stream, &[]);
+    let mut direct = Command::new("git");
+    direct.args(["fast-import", "--quiet", "--cat-blob-fd=1"]);
+    let theirs = run(direct, &root.join("org/theirs.git"), stream, &[]);
+    assert!(theirs.status.success(), "{}", escape(&theirs.stderr));
+    assert_bytes_eq("answers", &theirs.stdout, &ours.stdout);
+    assert_bytes_eq("stderr", &theirs.stderr, &ours.stderr);
+    assert_eq!(theirs.status.code(), ours.status.code());
+    let written = |dir: &str| git(&root.join(dir), &["rev-parse", "refs/heads/written"]);
+    assert_bytes_eq("the ref written", &written("org/theirs.git"), &written("org/pool.git"));
+    let _ = stop(daemon);
+}
