@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Command;
 
 use cat_blobd::fast_import::command::{Context, parse_command};
+use cat_blobd::io::writev::{FdSink, GatherWriter};
 use cat_blobd::response::encode::Response;
-use cat_blobd::response::writev::{FdSink, GatherWriter};
 use cat_blobd::store::{Data, ObjectId, Resolver, Store, StoreOptions};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 

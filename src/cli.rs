@@ -394,27 +394,34 @@ pub struct StatsCli {
     pub socket: PathBuf,
 }
 
+/// A flag's value that does not parse (clap prints it after the flag's name).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum ValueError {
+    #[error("invalid mode '{0}': expected octal permission bits such as 0600")]
+    Mode(String),
+    #[error("invalid duration '{0}': expected seconds, such as 10 or 0.5")]
+    Seconds(String),
+    #[error("invalid size '{0}': expected a number with an optional k, m or g suffix")]
+    Size(String),
+}
+
 /// File permission bits in octal, at most 0777.
-fn parse_mode(arg: &str) -> Result<u32, String> {
-    u32::from_str_radix(arg, 8)
-        .ok()
-        .filter(|mode| *mode <= 0o777)
-        .ok_or_else(|| format!("invalid mode '{arg}': expected octal permission bits such as 0600"))
+fn parse_mode(arg: &str) -> Result<u32, ValueError> {
+    u32::from_str_radix(arg, 8).ok().filter(|mode| *mode <= 0o777).ok_or_else(|| ValueError::Mode(arg.to_owned()))
 }
 
 /// A non-negative number of seconds, fractions allowed.
-fn parse_seconds(arg: &str) -> Result<std::time::Duration, String> {
+fn parse_seconds(arg: &str) -> Result<std::time::Duration, ValueError> {
     arg.parse::<f64>()
         .ok()
         .and_then(|secs| std::time::Duration::try_from_secs_f64(secs).ok())
-        .ok_or_else(|| format!("invalid duration '{arg}': expected seconds, such as 10 or 0.5"))
+        .ok_or_else(|| ValueError::Seconds(arg.to_owned()))
 }
 
 /// A byte count as git reads sizes (`git_parse_ulong`): decimal, `0x` hex or `0` octal, with an optional unit
 /// suffix `k`, `m`, `g` (powers of 1024).
-fn parse_size(arg: &str) -> Result<u64, String> {
-    crate::git_compat::parse_ulong::git_parse_ulong(arg.as_bytes())
-        .ok_or_else(|| format!("invalid size '{arg}': expected a number with an optional k, m or g suffix"))
+fn parse_size(arg: &str) -> Result<u64, ValueError> {
+    crate::git_compat::parse_ulong::git_parse_ulong(arg.as_bytes()).ok_or_else(|| ValueError::Size(arg.to_owned()))
 }
 
 #[cfg(test)]

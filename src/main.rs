@@ -117,7 +117,11 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> u8 {
             return 128;
         }
     };
-    let cat_file_repo = cat_file::Repo::new(&repo, &store, stream.cache, stream.engine);
+    let index_file = std::env::var_os("GIT_INDEX_FILE").filter(|file| !file.is_empty()).map(std::path::PathBuf::from);
+    let cat_file_repo = cat_file::Repo {
+        index_file: index_file.as_deref(),
+        ..cat_file::Repo::new(&repo, &store, stream.cache, stream.engine)
+    };
     let code = cat_file::run(args, &cat_file_repo, cat_file::Io::process(), stdin).code;
     let cache = cat_file_repo.cache;
     exit_without_freeing((store, cache));

@@ -3,6 +3,8 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+pub(crate) use crate::config::{Config, MailmapConfig};
+use crate::config::{ConfigError, ParametersError, WorkTreeConfig};
 use crate::fatal::Bytes;
 
 /// The environment variables cat-blobd itself reads (gix-discover and gix-config read git's ceiling and
@@ -22,6 +24,12 @@ pub struct Environment {
     pub config_nosystem: Option<OsString>,
     pub config_system: Option<PathBuf>,
     pub config_global: Option<PathBuf>,
+    /// `GIT_CONFIG_PARAMETERS`: the `-c` settings of the git command that ran cat-blobd (or of the shim).
+    pub config_parameters: Option<OsString>,
+    /// `GIT_WORK_TREE`, and `GIT_IMPLICIT_WORK_TREE` (`git --bare` sets it to 0): where git's set-up puts the
+    /// work tree, whose `.mailmap` `--use-mailmap` reads.
+    pub work_tree: Option<PathBuf>,
+    pub implicit_work_tree: Option<OsString>,
 }
 
 impl Environment {
@@ -42,6 +50,9 @@ impl Environment {
             config_nosystem: var("GIT_CONFIG_NOSYSTEM"),
             config_system: path("GIT_CONFIG_SYSTEM"),
             config_global: path("GIT_CONFIG_GLOBAL"),
+            config_parameters: std::env::var_os("GIT_CONFIG_PARAMETERS"),
+            work_tree: path("GIT_WORK_TREE"),
+            implicit_work_tree: std::env::var_os("GIT_IMPLICIT_WORK_TREE"),
         }
     }
 }
@@ -62,45 +73,6 @@ pub struct Repository {
     pub config: Config,
 }
 
-/// The configuration values git fast-import's read side and cat-file honour.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// `core.quotePath` (default true): quote bytes ≥ 0x80 in printed paths.
-    pub quote_path: bool,
-    /// `core.ignoreCase` (default false).
-    pub ignore_case: bool,
-    /// `core.useReplaceRefs` (default true).
-    pub use_replace_refs: bool,
-    /// `core.bigFileThreshold` (default 512 MiB): blobs larger than this are streamed, not held whole.
-    pub big_file_threshold: u64,
-    /// Where `cat-file --use-mailmap` reads the mailmap from.
-    pub mailmap: MailmapConfig,
-}
-
-/// `mailmap.file`, `mailmap.blob` and whether the repository is bare (then the blob defaults to
-/// `HEAD:.mailmap`, and no `.mailmap` file is read from the current directory).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MailmapConfig {
-    /// `mailmap.file`, with a leading `~/` expanded as git expands a pathname.
-    pub file: Option<PathBuf>,
-    /// `mailmap.blob`: an object name.
-    pub blob: Option<Vec<u8>>,
-    /// `core.bare`; unset: the git directory is not named `.git`.
-    pub bare: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            quote_path: true,
-            ignore_case: false,
-            use_replace_refs: true,
-            big_file_threshold: crate::store::DEFAULT_BIG_FILE_THRESHOLD,
-            mailmap: MailmapConfig::default(),
-        }
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum RepoError {
     #[error("not a git repository (or any of the parent directories): .git")]
@@ -111,6 +83,9 @@ pub enum RepoError {
     CurrentDir(#[source] std::io::Error),
     #[error("invalid config file {}: {message}", Bytes(.path.as_os_str().as_bytes()))]
     Config { path: PathBuf, message: String },
+    /// git says `error: <the reason>` first.
+    #[error("unable to parse command-line config: {0}")]
+    Parameters(#[from] ParametersError),
     #[error("unknown repository extension found: objectformat = {}", Bytes(.0))]
     UnknownObjectFormat(Vec<u8>),
 }
@@ -121,25 +96,30 @@ impl Repository {
     /// `GIT_CEILING_DIRECTORIES`.
     pub fn discover(git_dir: Option<&Path>, env: &Environment) -> Result<Repository, RepoError> {
         let explicit = git_dir.map(Path::to_path_buf).or_else(|| env.git_dir.clone());
-        let git_dir = match explicit {
+        let (git_dir, found) = match explicit {
             Some(dir) => {
                 if gix_discover::is_git(&dir).is_err() {
                     return Err(RepoError::NotARepository(dir));
                 }
-                dir
+                (dir, Found::Explicit)
             }
             None => {
                 let cwd = std::env::current_dir().map_err(RepoError::CurrentDir)?;
                 let options = gix_discover::upwards::Options::default().apply_environment();
                 let (path, _trust) = gix_discover::upwards_opts(&cwd, options).map_err(|_| RepoError::NotFound)?;
-                path.into_repository_and_work_tree_directories().0
+                let (git_dir, work_tree) = path.into_repository_and_work_tree_directories();
+                (git_dir, Found::Discovered(work_tree.map(|dir| cwd.join(dir))))
             }
         };
-        Repository::at(git_dir, env)
+        Repository::open(git_dir, found, env)
     }
 
-    /// Opens a known git directory.
+    /// Opens a known git directory (as `GIT_DIR` names one).
     pub fn at(git_dir: PathBuf, env: &Environment) -> Result<Repository, RepoError> {
+        Repository::open(git_dir, Found::Explicit, env)
+    }
+
+    fn open(git_dir: PathBuf, found: Found, env: &Environment) -> Result<Repository, RepoError> {
         let common_dir = match std::fs::read(git_dir.join("commondir")) {
             Ok(content) => git_dir.join(OsStr::from_bytes(content.trim_ascii_end())),
             Err(_) => git_dir.clone(),
@@ -147,9 +127,44 @@ impl Repository {
         let objects_dir = env.object_directory.clone().unwrap_or_else(|| common_dir.join("objects"));
         let object_hash = read_object_format(&common_dir.join("config"))?;
         let compat_object_format = has_compat_object_format(&common_dir.join("config"));
-        let config = read_config(&git_dir, &common_dir, env)?;
+        let config = read_config(&git_dir, &common_dir, &found, env)?;
         Ok(Repository { git_dir, common_dir, objects_dir, object_hash, compat_object_format, config })
     }
+}
+
+/// How the git directory was found, which decides where git's set-up puts the work tree.
+enum Found {
+    /// Named by `--git-dir` or `GIT_DIR`.
+    Explicit,
+    /// Found walking up from the current directory, with the top of its work tree (none: a bare repository).
+    Discovered(Option<PathBuf>),
+}
+
+/// The work tree's `.mailmap` as git's `setup_explicit_git_dir` and `setup_discovered_git_dir` (setup.c) place
+/// the work tree: `GIT_WORK_TREE`, else `core.worktree` (unless `core.bare`), else the discovered one, else (a
+/// named git directory) the current directory, unless `core.bare` or `git --bare` leave none. git then works at
+/// the top of the work tree if it started inside it, and where it started otherwise. `None`: git takes the
+/// repository as bare.
+fn work_tree_mailmap(git_dir: &Path, found: &Found, config: WorkTreeConfig, env: &Environment) -> Option<PathBuf> {
+    let here = PathBuf::from(".mailmap");
+    let work_tree = match (&env.work_tree, config.bare, config.worktree, found) {
+        (Some(dir), ..) => dir.clone(),
+        (None, Some(true), ..) => return None,
+        (None, _, Some(dir), _) => git_dir.join(dir),
+        (None, _, None, Found::Discovered(top)) => top.clone()?,
+        (None, bare, None, Found::Explicit) => {
+            let implicit = env
+                .implicit_work_tree
+                .as_ref()
+                .is_none_or(|value| gix_config::Boolean::try_from(value.clone()).map_or(true, |value| value.0));
+            // Without a work tree, git takes the repository as bare unless `core.bare` says otherwise.
+            return (implicit || bare == Some(false)).then_some(here);
+        }
+    };
+    let (Ok(top), Ok(cwd)) = (std::fs::canonicalize(&work_tree), std::env::current_dir()) else {
+        return Some(work_tree.join(".mailmap"));
+    };
+    Some(if cwd.starts_with(&top) { top.join(".mailmap") } else { here })
 }
 
 /// `extensions.objectFormat` from the repository's own config (the only place git reads it from).
@@ -175,11 +190,12 @@ fn has_compat_object_format(config_path: &Path) -> bool {
 
 /// Reads the values in [`Config`] from git's configuration files, in git's order of precedence: system
 /// (unless `GIT_CONFIG_NOSYSTEM`), global (`GIT_CONFIG_GLOBAL`, else XDG and `~/.gitconfig`), the repository,
-/// its worktree file, then `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`.
+/// its worktree file, then `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`, then
+/// `GIT_CONFIG_PARAMETERS`.
 ///
 /// The sources are listed here rather than with gix-config's `from_globals`, which runs `git` to find its
 /// installation's config file: a process spawn on every start-up.
-fn read_config(git_dir: &Path, common_dir: &Path, env: &Environment) -> Result<Config, RepoError> {
+fn read_config(git_dir: &Path, common_dir: &Path, found: &Found, env: &Environment) -> Result<Config, RepoError> {
     use gix_config::Source;
     let home = env.home.clone();
     let nosystem = env.config_nosystem.clone().is_some_and(|v| gix_config::Boolean::try_from(v).is_ok_and(|b| b.0));
@@ -217,32 +233,14 @@ fn read_config(git_dir: &Path, common_dir: &Path, env: &Environment) -> Result<C
     {
         config.append(overrides).map_err(|err| error(Path::new("GIT_CONFIG_COUNT"), &err))?;
     }
-    let flag = |key: &str, default: bool| -> Result<bool, RepoError> {
-        config.boolean(key).map(|v| v.unwrap_or(default)).map_err(|err| error(&common_dir.join("config"), &err))
-    };
-    Ok(Config {
-        quote_path: flag("core.quotePath", true)?,
-        ignore_case: flag("core.ignoreCase", false)?,
-        use_replace_refs: flag("core.useReplaceRefs", true)?,
-        big_file_threshold: match config.integer("core.bigFileThreshold") {
-            Ok(Some(value)) => u64::try_from(value).unwrap_or(0),
-            Ok(None) => crate::store::DEFAULT_BIG_FILE_THRESHOLD,
-            Err(err) => return Err(error(&common_dir.join("config"), &err)),
-        },
-        mailmap: MailmapConfig {
-            file: config.string("mailmap.file").map(|path| expand_home(&path, home.as_deref())),
-            blob: config.string("mailmap.blob").map(|name| name.to_vec()),
-            bare: flag("core.bare", git_dir.file_name() != Some(OsStr::new(".git")))?,
-        },
-    })
-}
-
-/// git's pathname config values: a leading `~/` is the home directory.
-fn expand_home(path: &[u8], home: Option<&Path>) -> PathBuf {
-    match (path.strip_prefix(b"~/"), home) {
-        (Some(rest), Some(home)) => home.join(OsStr::from_bytes(rest)),
-        _ => PathBuf::from(OsStr::from_bytes(path)),
+    if let Some(text) = &env.config_parameters
+        && let Some(parameters) = crate::config::from_parameters(text.as_bytes())?
+    {
+        config.append(parameters).map_err(|err| error(Path::new("GIT_CONFIG_PARAMETERS"), &err))?;
     }
+    let work_tree_mailmap = |work_tree| work_tree_mailmap(git_dir, found, work_tree, env);
+    Config::read(&config, work_tree_mailmap, home.as_deref(), &common_dir.join("config"))
+        .map_err(|ConfigError { origin, message }| RepoError::Config { path: origin, message })
 }
 
 /// `extensions.worktreeConfig` in the repository's own config turns on `config.worktree`.

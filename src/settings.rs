@@ -10,13 +10,13 @@ use crate::cli;
 use crate::engine::{DEFAULT_INLINE_REQUESTS, EngineConfig};
 use crate::fast_import::SessionConfig;
 use crate::fast_import::ls::LsOptions;
+use crate::fast_import::stream_blobs::StreamBlobLimits;
 use crate::fast_import::write_through::WriteThrough;
 use crate::git_compat::parse_ulong::git_parse_ulong;
 use crate::quota::Limit;
 pub use crate::repo::Environment;
 use crate::repo::{RepoError, Repository};
 use crate::store::cache::SharedCache;
-use crate::store::stream::StreamBlobLimits;
 use crate::store::{Replacements, Store, StoreOptions};
 
 /// What went wrong assembling the settings.

@@ -5,54 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use crate::server::Daemon;
+use crate::util::daemon::Daemon;
+use crate::util::shim::Shim;
 use crate::util::{CAT_BLOBD, Output, Run, TempDir, assert_bytes_eq, assert_same_as_git, clean_git_env, escape};
-
-/// The `git` link, in its own directory, and the log of what it did.
-struct Shim {
-    dir: TempDir,
-}
-
-impl Shim {
-    fn new() -> Shim {
-        let dir = TempDir::new("shim");
-        let out = Command::new(CAT_BLOBD).arg("shim").arg(dir.path().join("bin")).output().expect("cat-blobd shim");
-        assert!(out.status.success(), "cat-blobd shim: {}", escape(&out.stderr));
-        let expected = format!("export PATH={}:\"$PATH\"\n", dir.path().join("bin").display());
-        assert_bytes_eq("the PATH line", expected.as_bytes(), &out.stdout);
-        Shim { dir }
-    }
-
-    fn bin(&self) -> PathBuf {
-        self.dir.path().join("bin")
-    }
-
-    /// The shim first, then the PATH the other tests use (with `CAT_BLOBD_TEST_GIT`'s git first when it is set),
-    /// so that the shim's real git is the git under test.
-    fn path(&self) -> String {
-        let rest = crate::util::test_git_path().map(|p| p.to_owned()).or_else(|| std::env::var_os("PATH"));
-        format!("{}:{}", self.bin().display(), rest.unwrap_or_default().to_string_lossy())
-    }
-
-    fn log_file(&self) -> PathBuf {
-        self.dir.path().join("log")
-    }
-
-    /// The log's lines since the last call.
-    fn take_log(&self) -> String {
-        let log = std::fs::read_to_string(self.log_file()).unwrap_or_default();
-        let _ = std::fs::remove_file(self.log_file());
-        log
-    }
-
-    /// `git args` through the shim.
-    fn git(&self, args: &[&str]) -> Run {
-        args.iter()
-            .fold(Run::new("git"), |run, arg| run.arg(arg))
-            .env("PATH", self.path())
-            .env("CAT_BLOBD_SHIM_LOG", self.log_file())
-    }
-}
 
 /// `git args` with the real git.
 fn real_git(args: &[&str]) -> Run {
@@ -74,23 +29,28 @@ fn repo() -> &'static Path {
             git update-ref refs/namespaces/ns/refs/heads/main HEAD
             git replace "$(git rev-parse HEAD:a.txt)" "$(git rev-parse HEAD:dir/b)"
         "#;
-        let mut cmd = Command::new("sh");
-        clean_git_env(&mut cmd);
-        for (name, value) in [
-            ("GIT_AUTHOR_NAME", "A U Thor"),
-            ("GIT_AUTHOR_EMAIL", "author@example.com"),
-            ("GIT_AUTHOR_DATE", "1112911993 -0700"),
-            ("GIT_COMMITTER_NAME", "C O Mitter"),
-            ("GIT_COMMITTER_EMAIL", "committer@example.com"),
-            ("GIT_COMMITTER_DATE", "1112911993 -0700"),
-        ] {
-            cmd.env(name, value);
-        }
-        let out = cmd.arg("-c").arg(script).arg("sh").arg(&top).output().expect("sh");
-        assert!(out.status.success(), "making the repository: {}", escape(&out.stderr));
+        run_script(script, &[&top]);
         (dir, top)
     });
     top
+}
+
+/// Runs a fixture `script` with `args` (`$1`, …), with git's environment cleaned and pinned authors and dates.
+fn run_script(script: &str, args: &[&Path]) {
+    let mut cmd = Command::new("sh");
+    clean_git_env(&mut cmd);
+    for (name, value) in [
+        ("GIT_AUTHOR_NAME", "A U Thor"),
+        ("GIT_AUTHOR_EMAIL", "author@example.com"),
+        ("GIT_AUTHOR_DATE", "1112911993 -0700"),
+        ("GIT_COMMITTER_NAME", "C O Mitter"),
+        ("GIT_COMMITTER_EMAIL", "committer@example.com"),
+        ("GIT_COMMITTER_DATE", "1112911993 -0700"),
+    ] {
+        cmd.env(name, value);
+    }
+    let out = cmd.arg("-c").arg(script).arg("sh").args(args).output().expect("sh");
+    assert!(out.status.success(), "making the repository: {}", escape(&out.stderr));
 }
 
 fn rev(rev: &str) -> String {
@@ -114,8 +74,22 @@ fn fast_import_stream() -> Vec<u8> {
 /// `who` ran the command.
 #[track_caller]
 fn both_ways(shim: &Shim, cwd: &Path, args: &[&str], stdin: &[u8], who: &str) -> Output {
-    let git = real_git(args).current_dir(cwd).env("CONFIG_VALUE", "x").env("FALSE_VALUE", "false").stdin(stdin).run();
-    let ours = shim.git(args).current_dir(cwd).env("CONFIG_VALUE", "x").env("FALSE_VALUE", "false").stdin(stdin).run();
+    both_ways_with(shim, cwd, args, &[], stdin, who)
+}
+
+/// [`both_ways`], with the environment variables `env` set for both.
+#[track_caller]
+fn both_ways_with(shim: &Shim, cwd: &Path, args: &[&str], env: &[(&str, &str)], stdin: &[u8], who: &str) -> Output {
+    let with_env = |run: Run| {
+        env.iter()
+            .fold(run, |run, (name, value)| run.env(name, value))
+            .current_dir(cwd)
+            .env("CONFIG_VALUE", "x")
+            .env("FALSE_VALUE", "false")
+            .stdin(stdin)
+    };
+    let git = with_env(real_git(args)).run();
+    let ours = with_env(shim.git(args)).run();
     let what = format!("git {args:?} in {}", cwd.display());
     if who == "git" {
         // The real git ran both times: every byte is the same.
@@ -217,11 +191,11 @@ fn shim_leaves_what_cat_blobd_would_answer_differently_to_git() {
         &["--config-env=user.name=UNSET_VARIABLE", "cat-file", "--batch"],
         &["-C", "no-such-dir", "cat-file", "--batch"],
         &["--git-dir"],
-        &["cat-file", "-p", "HEAD@{0}"],
-        &["cat-file", "-p", ":a.txt"],
-        &["cat-file", "-p", "HEAD^{/first}"],
+        &["cat-file", "-p", "HEAD:./a.txt"],
         &["cat-file", "--textconv", "HEAD:a.txt"],
-        &["cat-file", "--use-mailmap", "-p", "HEAD"],
+        &["-c", "core.abbrev=12", "cat-file", "--batch"],
+        &["-c", "core.bare=true", "cat-file", "--use-mailmap", "-p", "HEAD"],
+        &["-c", "core.bigFileThreshold=0x10", "cat-file", "--batch"],
         &["cat-file", "--batch", "--frobnicate"],
         &["fast-import", "--threads=2"],
         &["fast-import", "--cat-blob-fd", "1"],
@@ -233,6 +207,99 @@ fn shim_leaves_what_cat_blobd_would_answer_differently_to_git() {
     ] {
         let stream = if args.contains(&"fast-import") { fast_import_stream() } else { batch_input() };
         both_ways(&shim, top, args, &stream, "git");
+    }
+}
+
+/// The name forms cat-file's own parser resolves (reflogs, the index, searches) are cat-blobd's, whatever the shim
+/// once thought of them.
+#[test]
+fn shim_answers_the_name_forms_cat_file_resolves() {
+    let shim = Shim::new();
+    let top = repo();
+    for name in ["HEAD@{0}", ":a.txt", ":0:a.txt", "HEAD^{/first}", ":/first", "@{-1}"] {
+        both_ways(&shim, top, &["cat-file", "-p", name], b"", "cat-blobd");
+    }
+}
+
+/// A repository whose history names people a mailmap renames: `.mailmap` in the work tree and in HEAD maps the
+/// author, `other.map` in HEAD maps the committer; a third map lies outside the repository. Returns its top
+/// directory and the outside map.
+fn mailmap_repo() -> &'static (PathBuf, PathBuf) {
+    static REPO: OnceLock<(TempDir, (PathBuf, PathBuf))> = OnceLock::new();
+    let (_, paths) = REPO.get_or_init(|| {
+        let dir = TempDir::new("shim-mailmap");
+        let (top, outside) = (dir.path().join("work"), dir.path().join("outside.map"));
+        let script = r#"set -e
+            printf 'File Name <file@example.com> <author@example.com>\n' >"$2"
+            git init -q -b main "$1" && cd "$1"
+            printf 'Proper Name <proper@example.com> <author@example.com>\n' >.mailmap
+            printf 'Blob Name <blob@example.com> <committer@example.com>\n' >other.map
+            mkdir dir && printf 'beta\n' >dir/b && printf '\303\274\n' >"$(printf '\303\274.txt')"
+            git add . && git commit -q -m first && git tag -a -m tag v1
+        "#;
+        run_script(script, &[&top, &outside]);
+        (dir, (top, outside))
+    });
+    paths
+}
+
+/// `--use-mailmap` and the settings cat-blobd reads, given with `-c`, `--config-env` or an inherited
+/// `GIT_CONFIG_PARAMETERS`, stay with cat-blobd, which answers as git does: from the top, a subdirectory, the git
+/// directory, with the mailmap settings and without.
+#[test]
+fn shim_use_mailmap_and_config_settings_stay_with_cat_blobd() {
+    let shim = Shim::new();
+    let (top, outside) = mailmap_repo();
+    let outside = format!("mailmap.file={}", outside.display());
+    // The last: git 2.47 reads no `mailmap.blob` with `--bare` in a git directory that has a work tree; 2.55 does.
+    let option_sets: Vec<(Vec<&str>, PathBuf)> = vec![
+        (vec![], top.clone()),
+        (vec![], top.join("dir")),
+        (vec!["-C", ".git", "--bare"], top.clone()),
+        (vec!["--git-dir=.git"], top.clone()),
+        (vec!["--git-dir=../.git"], top.join("dir")),
+        (vec!["--git-dir=.git", "--work-tree=dir"], top.clone()),
+        (vec!["-c", &outside], top.clone()),
+        (vec!["-c", &outside, "-c", "mailmap.blob=HEAD:other.map"], top.join("dir")),
+        (vec!["--config-env=mailmap.blob=MAILMAP_BLOB"], top.clone()),
+        (vec!["-c", "mailmap.blob=HEAD:other.map", "-C", ".git", "--bare"], top.clone()),
+    ];
+    let batch = b"HEAD\nv1\nHEAD:dir\n".to_vec();
+    for (at, (options, cwd)) in option_sets.iter().enumerate() {
+        if at == option_sets.len() - 1 && crate::util::test_git_version() < (2, 55) {
+            eprintln!("skipped (no git 2.55: set CAT_BLOBD_TEST_GIT): git {options:?} cat-file --use-mailmap");
+            continue;
+        }
+        let with = |rest: &[&'static str]| options.iter().copied().chain(rest.iter().copied()).collect::<Vec<_>>();
+        let env = [("MAILMAP_BLOB", "HEAD:other.map")];
+        for args in [
+            with(&["cat-file", "--use-mailmap", "-p", "HEAD"]),
+            with(&["cat-file", "--mailmap", "-s", "v1"]),
+            with(&["cat-file", "--use-mailmap", "--batch"]),
+            with(&["cat-file", "--use-mailmap", "--batch-check=%(objectsize) %(objecttype)"]),
+        ] {
+            both_ways_with(&shim, cwd, &args, &env, &batch, "cat-blobd");
+        }
+    }
+    // Settings a parent git hands on: read by cat-blobd as git reads them, or left to git when it would refuse
+    // them or read them differently.
+    let ls = format!(
+        "ls {} \"\\303\\274.txt\"\n",
+        String::from_utf8(real_git(&["-C", top.to_str().unwrap(), "rev-parse", "HEAD"]).run().stdout).unwrap().trim()
+    );
+    let fast_import = ["fast-import", "--quiet", "--cat-blob-fd=1"];
+    for (parameters, who) in [
+        ("'core.quotePath'='false'", "cat-blobd"),
+        ("'core.quotepath=off' 'mailmap.blob'='HEAD:other.map'", "cat-blobd"),
+        ("'core.quotePath'= 'user.name'='x'", "cat-blobd"),
+        ("'core.quotePath'=false", "git"),
+        ("'core.quotePath'='2x'", "git"),
+        ("'core.abbrev'='9'", "git"),
+    ] {
+        let env = [("GIT_CONFIG_PARAMETERS", parameters)];
+        both_ways_with(&shim, top, &fast_import, &env, ls.as_bytes(), who);
+        let args = ["-c", "core.quotePath=true", "cat-file", "--use-mailmap", "-p", "HEAD"];
+        both_ways_with(&shim, top, &args, &env, b"", who);
     }
 }
 
@@ -299,7 +366,7 @@ fn shim_uses_the_daemon_and_falls_back_when_it_is_gone() {
     assert_same_as_git("the daemon is gone", &git, &ours);
     assert_eq!(shim.take_log(), "cat-blobd cat-file --batch\n");
 
-    let not_a_socket = shim.dir.path().join("plain-file");
+    let not_a_socket = shim.dir().join("plain-file");
     std::fs::write(&not_a_socket, "").unwrap();
     let ours = through(&not_a_socket);
     assert_same_as_git("a path that is no socket", &git, &ours);

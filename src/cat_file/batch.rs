@@ -15,7 +15,7 @@ use super::names::{NameError, Names};
 use super::{CatFileError, Io, Outcome, Repo};
 use crate::engine::{Engine, Target};
 use crate::fatal::Bytes;
-use crate::line_reader::LineReader;
+use crate::io::line_reader::LineReader;
 use crate::repo::MailmapConfig;
 use crate::response::encode::Response;
 use crate::store::{ObjectId, Place, Resolver};

@@ -38,16 +38,16 @@ pub(crate) struct Mailmap {
 }
 
 impl Mailmap {
-    /// git's `read_mailmap`: `.mailmap` in the current directory unless the repository is bare, then
+    /// git's `read_mailmap`: the work tree's `.mailmap` unless the repository is bare, then
     /// `mailmap.blob` (default `HEAD:.mailmap` in a bare repository), then `mailmap.file`. What cannot be read
     /// is skipped with git's `error:` line; a missing file or a name that does not resolve, silently.
     pub(crate) fn load(config: &MailmapConfig, names: &mut Names<'_>) -> Mailmap {
         let messages = names.messages;
         let mut snapshot = gix_mailmap::Snapshot::default();
-        if !config.bare {
-            read_file(Path::new(".mailmap"), true, messages, &mut snapshot);
+        if let Some(path) = &config.work_tree_file {
+            read_file(path, true, messages, &mut snapshot);
         }
-        let default_blob = config.bare.then_some(&b"HEAD:.mailmap"[..]);
+        let default_blob = config.work_tree_file.is_none().then_some(&b"HEAD:.mailmap"[..]);
         if let Some(blob) = config.blob.as_deref().or(default_blob) {
             read_blob(blob, names, &mut snapshot);
         }

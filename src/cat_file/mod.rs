@@ -1,24 +1,18 @@
 //! The `git cat-file` front end: the same flags, bytes and exit statuses as the installed git's.
 //!
 //! `args` parses the command line as git does; `single` answers `-t`, `-s`, `-e`, `-p` and `<type> <object>`;
-//! `batch` answers `--batch`, `--batch-check`, `--batch-command` and `--batch-all-objects`; `names` resolves
-//! object names; `format` expands `%(atoms)`; `tree` walks and prints trees.
-mod ambiguous;
+//! `batch` answers `--batch`, `--batch-check`, `--batch-command` and `--batch-all-objects`; `names/` resolves
+//! object names; `format` expands `%(atoms)`; `print_tree` prints trees for `-p`.
 pub mod args;
 mod batch;
 pub mod filter;
 pub mod format;
-mod index;
 mod job;
 mod mailmap;
-mod name_error;
 pub mod names;
 mod output;
-mod reflog;
-mod search;
+mod print_tree;
 mod single;
-mod symlinks;
-mod tree;
 
 use std::io::Read;
 use std::os::fd::BorrowedFd;
@@ -41,6 +35,9 @@ pub struct Repo<'a> {
     /// The git directory and the common one (they differ in linked worktrees), for references.
     pub git_dir: &'a Path,
     pub common_dir: &'a Path,
+    /// `$GIT_INDEX_FILE`, the index `:<path>` reads instead of `<git-dir>/index` (relative: to the top of the
+    /// work tree, where git runs).
+    pub index_file: Option<&'a Path>,
     /// `core.quotePath`, for `-p` of trees.
     pub quote_path: bool,
     /// Where `--use-mailmap` reads the mailmap.
@@ -54,13 +51,14 @@ pub struct Repo<'a> {
 }
 
 impl<'a> Repo<'a> {
-    /// `repo`'s objects in `store`, read with `cache` by `engine`: the one place that says which of the
-    /// repository's facts `cat-file` uses.
+    /// `repo`'s objects in `store`, read with `cache` by `engine`, with the default index file: the one place
+    /// that says which of the repository's facts `cat-file` uses.
     pub fn new(repo: &'a Repository, store: &'a Store, cache: SharedCache, engine: EngineConfig) -> Repo<'a> {
         Repo {
             store,
             git_dir: &repo.git_dir,
             common_dir: &repo.common_dir,
+            index_file: None,
             quote_path: repo.config.quote_path,
             mailmap: &repo.config.mailmap,
             compat_object_format: repo.compat_object_format,
@@ -121,9 +119,9 @@ pub(crate) enum CatFileError {
     #[error(transparent)]
     Read(#[from] ReadError),
     #[error(transparent)]
-    Write(#[from] crate::response::writev::WriteError),
+    Write(#[from] crate::io::writev::WriteError),
     #[error(transparent)]
-    Input(#[from] crate::line_reader::ReadError),
+    Input(#[from] crate::io::line_reader::ReadError),
     /// git's own `die()` messages, word for word.
     #[error("{0}")]
     Git(String),
@@ -193,6 +191,7 @@ pub fn run(
         store: repo.store,
         refs,
         resolver: &mut resolver,
+        index_file: index_file(repo),
         follow_symlinks: args.follow_symlinks,
         compat_object_format: repo.compat_object_format,
         messages,
@@ -219,6 +218,18 @@ pub fn run(
         }
     }
     outcome
+}
+
+/// The index file of `repo`: `$GIT_INDEX_FILE` as git reads it, from the top of the work tree (the git
+/// directory's parent when it is a `.git`; a bare repository's commands run where they were started).
+fn index_file(repo: &Repo<'_>) -> std::path::PathBuf {
+    match repo.index_file {
+        Some(file) if file.is_relative() && repo.git_dir.file_name().is_some_and(|name| name == ".git") => {
+            repo.git_dir.parent().map_or_else(|| file.to_owned(), |top| top.join(file))
+        }
+        Some(file) => file.to_owned(),
+        None => repo.git_dir.join("index"),
+    }
 }
 
 /// `-t`, `-s`, `-e`, `-p` and `<type> <object>`: one object, one write.

@@ -3,7 +3,7 @@
 use std::io::IoSlice;
 use std::os::fd::BorrowedFd;
 
-use crate::response::writev::{FdSink, GatherWriter, WriteError};
+use crate::io::writev::{FdSink, GatherWriter, WriteError};
 use crate::store::Data;
 
 enum Piece {

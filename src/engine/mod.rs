@@ -24,8 +24,8 @@ use std::thread::{Scope, ScopedJoinHandle};
 
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::io::writev::WriteError;
 use crate::response::encode::Response;
-use crate::response::writev::WriteError;
 pub(crate) use output::{LiveCounters, Output, OutputStats, PIPE_SIZE, Target};
 
 /// Work that produces one response. Jobs run on resolver threads, each of which owns a `Worker` (scratch state

@@ -4,8 +4,8 @@ use std::io::IoSlice;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::io::writev::{FdSink, GatherWriter, OutFd, WriteError};
 use crate::response::encode::Response;
-use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
 use crate::store::{BigBlob, PieceError};
 
 /// The pipe buffer we ask for on the main fd (Linux's default `pipe-max-size`).

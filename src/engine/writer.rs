@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use crossbeam_channel::Receiver;
 
 use super::{EngineConfig, EngineError, Finished, Item, Shared};
+use crate::io::writev::IOV_MAX;
 use crate::response::encode::Response;
-use crate::response::writev::IOV_MAX;
 
 /// Runs until the front end closes the queue; returns the first failure in sequence order.
 pub(super) fn write_in_order<E>(

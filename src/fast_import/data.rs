@@ -2,9 +2,10 @@
 use std::io::Read;
 
 use super::command as request;
+use super::dataref::parse_mark_line;
 use super::{Session, SessionError, StreamEngine};
 use crate::git_compat::strtoumax::strtoumax;
-use crate::line_reader::LineReader;
+use crate::io::line_reader::LineReader;
 use crate::store::ObjectId;
 
 impl<'a> Session<'a> {
@@ -20,8 +21,8 @@ impl<'a> Session<'a> {
         self.forward(b"blob")?;
         self.next_command(reader, engine)?;
         let mut mark = 0;
-        if let Some(number) = request::c_string(reader.line()).strip_prefix(b"mark :") {
-            mark = strtoumax(number, 10).map_or(0, |(mark, _)| mark);
+        if let Some(number) = parse_mark_line(request::c_string(reader.line())) {
+            mark = number;
             self.forward(reader.line())?;
             self.next_command(reader, engine)?;
         }

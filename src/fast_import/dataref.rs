@@ -59,3 +59,10 @@ pub(crate) fn parse_mark_ref(input: &[u8]) -> Option<(u64, &[u8])> {
     let (mark, consumed) = strtoumax(after_colon, 10)?;
     Some((mark, &after_colon[consumed..]))
 }
+
+/// A `mark :<n>` line as git's `parse_mark` reads it: the number as `strtoumax` reads it, with no checks (no
+/// digits is mark 0, which defines no mark); `None` if the line is not a `mark :` line.
+pub(crate) fn parse_mark_line(line: &[u8]) -> Option<u64> {
+    let number = line.strip_prefix(b"mark :")?;
+    Some(strtoumax(number, 10).map_or(0, |(mark, _)| mark))
+}

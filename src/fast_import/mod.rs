@@ -10,6 +10,7 @@ mod objects;
 pub(crate) mod options;
 mod outcome;
 mod reads;
+pub(crate) mod stream_blobs;
 pub(crate) mod write_through;
 
 pub use write_through::running_git_pid;
@@ -24,10 +25,9 @@ use std::time::Instant;
 use crate::engine::{Engine, EngineConfig, EngineError, LiveCounters, Output};
 use crate::fast_import::command::{self as request, Command, Context, ParseError};
 use crate::fatal::{Bytes, fatal_line, report_line};
-use crate::line_reader::{self, LineReader};
-use crate::response::writev::{FdSink, GatherWriter, OutFd, WriteError};
+use crate::io::line_reader::{self, LineReader};
+use crate::io::writev::{FdSink, GatherWriter, OutFd, WriteError};
 use crate::store::cache::SharedCache;
-use crate::store::stream::{StreamBlobError, StreamBlobLimits, StreamBlobs};
 use crate::store::{Kind, ObjectId, ReadError, Resolver, Store};
 use ls::{LsError, LsOptions};
 use marks::{Marks, MarksError};
@@ -36,6 +36,7 @@ use objects::Objects;
 use options::{ImportMarks, OptionError, Settings};
 pub use outcome::{Exit, Outcome, Stats};
 use reads::{ReadJob, ReadWorker};
+use stream_blobs::{StreamBlobError, StreamBlobLimits, StreamBlobs};
 use write_through::{Git, GitEnd, GitError, WriteThrough};
 
 /// What makes a stream end with `fatal:` (exit 128), or with usage (exit 129).
@@ -506,8 +507,8 @@ impl<'a> Session<'a> {
         if self.settings.import_marks.is_some() && !self.import_done {
             return;
         }
-        if let Err(message) = self.marks.export(&path) {
-            self.message(&report_line("error: ", &message));
+        if let Err(err) = self.marks.export(&path) {
+            self.message(&report_line("error: ", &err.to_string()));
             self.failure = true;
         }
     }

@@ -3,7 +3,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::marks::{Marks, ObjectLookup};
-use crate::store::stream::{StreamBlobError, StreamBlobs};
+use super::stream_blobs::{StreamBlobError, StreamBlobs};
 use crate::store::{Data, Kind, Object, ObjectId, ReadError, Resolver, Store, oid};
 
 /// Objects as the stream's read commands see them: blobs defined earlier in the stream first, then the
@@ -52,8 +52,8 @@ impl ObjectSource for Objects<'_> {
             Err(err) => {
                 return Err(ReadError {
                     oid: id.to_owned(),
-                    location: crate::store::Location::StreamBlobs,
-                    damage: crate::store::Damage::StreamBlob(Arc::new(err)),
+                    location: crate::store::Location::Caller("the stream's blobs"),
+                    damage: crate::store::Damage::Caller(Arc::new(err)),
                 });
             }
         }

@@ -11,7 +11,7 @@ use super::objects::{StoreObjects, written_blob};
 use super::write_through::Reply;
 use super::{Session, SessionError, StreamEngine, command as request};
 use crate::engine::{Job, Target};
-use crate::line_reader::LineReader;
+use crate::io::line_reader::LineReader;
 use crate::response::encode::Response;
 use crate::store::{Kind, ObjectId, Resolver, Store};
 

@@ -1,3 +1,2 @@
-//! Responses: what each command answers ([`encode`]) and how it reaches the frontend ([`writev`]).
+//! Responses: what each command answers ([`encode`]). They reach the frontend through [`crate::io::writev`].
 pub mod encode;
-pub mod writev;

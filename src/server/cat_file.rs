@@ -29,6 +29,7 @@ pub(super) fn run(
     cancel: &Cancel,
 ) -> Outcome {
     let session = served.session();
+    // A client's environment stays with it: the shim does not send a `GIT_INDEX_FILE` here.
     let repo = cat_file::Repo::new(served.repo(), served.store(), session.cache.clone(), session.engine);
     let interrupted = || cancel.reason().map(CancelReason::message);
     let live = Some(Arc::clone(&state.counters.work));

@@ -4,7 +4,7 @@
 use std::io::IoSlice;
 use std::os::fd::BorrowedFd;
 
-use crate::response::writev::{FdSink, GatherWriter};
+use crate::io::writev::{FdSink, GatherWriter};
 
 /// Forwards the session's messages to the client's stderr as they come, except that a line starting with
 /// `fatal: ` and everything after it are held until the stream's outcome is known.

@@ -9,8 +9,9 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::options::{KeyUse, Step, key_use, push_config_parameter};
+use super::options::Step;
 use super::route::Plan;
+use crate::config::parameters;
 use crate::git_compat::strerror::strerror;
 use crate::wire::client::{self, ClientError};
 use crate::wire::protocol::Reply;
@@ -50,7 +51,9 @@ pub(super) fn answer(plan: &Plan) -> Answered {
     }
     // A daemon reads its own repository with its own settings: only a command line whose global options change
     // neither (a `-C` aside: the daemon works in the client's directory) goes there.
-    let daemon_can_answer = plan.steps.iter().all(|step| matches!(step, Step::Chdir(_)));
+    let daemon_can_answer = !plan.inherits_config
+        && plan.steps.iter().all(|step| matches!(step, Step::Chdir(_)))
+        && std::env::var_os("GIT_INDEX_FILE").is_none_or(|file| file.is_empty());
     if let Some(socket) = std::env::var_os("CAT_BLOBD_SOCKET").filter(|socket| !socket.is_empty() && daemon_can_answer)
     {
         match client::connect(&PathBuf::from(socket), None, stream_args.clone()) {
@@ -112,28 +115,10 @@ fn env_of(steps: &[Step]) -> Option<Env> {
             }
             Step::Config(key, value) => {
                 let old = current(&env, "GIT_CONFIG_PARAMETERS");
-                let pushed = push_config_parameter(old.as_deref().map(OsStr::as_bytes), key, value.as_deref());
+                let pushed = parameters::push(old.as_deref().map(OsStr::as_bytes), key, value.as_deref());
                 env.insert("GIT_CONFIG_PARAMETERS".into(), OsString::from_vec(pushed));
-                if key_use(key, value.as_deref()) == KeyUse::Read {
-                    let count = current(&env, "GIT_CONFIG_COUNT");
-                    read_by_cat_blobd(&mut env, count, key, value.as_deref())?;
-                }
             }
         }
     }
     Some(env)
-}
-
-/// Adds `key` = `value` (no value: true) as the next `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>` after `count`
-/// (the current `GIT_CONFIG_COUNT`), which cat-blobd reads after the configuration files, as git reads
-/// `GIT_CONFIG_PARAMETERS`. `None` when the count is not a number (git dies on it).
-fn read_by_cat_blobd(env: &mut Env, count: Option<OsString>, key: &[u8], value: Option<&[u8]>) -> Option<()> {
-    let count: usize = match count {
-        Some(count) => count.to_str()?.parse().ok()?,
-        None => 0,
-    };
-    env.insert(format!("GIT_CONFIG_KEY_{count}").into(), OsString::from_vec(key.to_vec()));
-    env.insert(format!("GIT_CONFIG_VALUE_{count}").into(), OsString::from_vec(value.unwrap_or(b"true").to_vec()));
-    env.insert("GIT_CONFIG_COUNT".into(), (count + 1).to_string().into());
-    Some(())
 }

@@ -1,6 +1,6 @@
 //! git's global options (`git [options] <command> …`), read as `handle_options` in git.c (v2.55.0) reads them:
 //! in order, each turned into what git does with it (a `chdir`, an environment variable, a `-c` pushed onto
-//! `GIT_CONFIG_PARAMETERS`). Options that print and exit, start a pager or that the shim does not know leave the
+//! `GIT_CONFIG_PARAMETERS`, see [`crate::config::parameters`]). Options that print and exit, start a pager or that the shim does not know leave the
 //! whole command to the real git, which then reads them itself.
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -131,86 +131,6 @@ fn config_env(spec: &[u8], env: &impl Fn(&OsStr) -> Option<OsString>) -> Result<
     Ok(Step::Config(spec[..eq].to_vec(), Some(value.into_vec())))
 }
 
-/// Appends `key` and `value` to `GIT_CONFIG_PARAMETERS` as `git_config_push_split_parameter` does: each
-/// single-quoted (`sq_quote_buf`), separated by a space from what was there.
-pub(super) fn push_config_parameter(old: Option<&[u8]>, key: &[u8], value: Option<&[u8]>) -> Vec<u8> {
-    let mut out = Vec::new();
-    if let Some(old) = old.filter(|old| !old.is_empty()) {
-        out.extend_from_slice(old);
-        out.push(b' ');
-    }
-    sq_quote(&mut out, key);
-    out.push(b'=');
-    if let Some(value) = value {
-        sq_quote(&mut out, value);
-    }
-    out
-}
-
-/// git's `sq_quote_buf`: `'…'`, with `'` and `!` written as `'\''` and `'\!'`.
-fn sq_quote(out: &mut Vec<u8>, text: &[u8]) {
-    out.push(b'\'');
-    for &byte in text {
-        if byte == b'\'' || byte == b'!' {
-            out.extend_from_slice(b"'\\");
-            out.push(byte);
-            out.push(b'\'');
-        } else {
-            out.push(byte);
-        }
-    }
-    out.push(b'\'');
-}
-
-/// What cat-blobd makes of a `-c` key and value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum KeyUse {
-    /// A key cat-blobd does not read: `GIT_CONFIG_PARAMETERS` carries it to a write-through git.
-    Ignored,
-    /// One of the booleans cat-blobd reads, with a value both read alike: also given to cat-blobd as a
-    /// `GIT_CONFIG_KEY_<n>` (it does not read `GIT_CONFIG_PARAMETERS`).
-    Read,
-    /// An include, or a value git might read differently from cat-blobd: git alone applies it.
-    GitOnly,
-}
-
-/// How cat-blobd takes `-c key[=value]`.
-pub(super) fn key_use(key: &[u8], value: Option<&[u8]>) -> KeyUse {
-    let key = key.to_ascii_lowercase();
-    let section = key.split(|&b| b == b'.').next().unwrap_or_default();
-    if matches!(section, b"include" | b"includeif") {
-        return KeyUse::GitOnly;
-    }
-    if !matches!(&key[..], b"core.quotepath" | b"core.ignorecase" | b"core.usereplacerefs") {
-        return KeyUse::Ignored;
-    }
-    let plain_bool = |value: &[u8]| {
-        let value = value.to_ascii_lowercase();
-        matches!(&value[..], b"true" | b"false" | b"yes" | b"no" | b"on" | b"off" | b"1" | b"0")
-    };
-    match value {
-        None => KeyUse::Read,
-        Some(value) if plain_bool(value) => KeyUse::Read,
-        Some(_) => KeyUse::GitOnly,
-    }
-}
-
-/// A key git accepts on the command line (`git_config_parse_key`): `section[.subsection].name`, the section and
-/// the name of letters, digits and `-`, the name starting with a letter. Any other key is git's error.
-pub(super) fn valid_key(key: &[u8]) -> bool {
-    let (Some(first_dot), Some(last_dot)) = (key.iter().position(|&b| b == b'.'), key.iter().rposition(|&b| b == b'.'))
-    else {
-        return false;
-    };
-    let (section, name) = (&key[..first_dot], &key[last_dot + 1..]);
-    let keychars = |part: &[u8]| part.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-');
-    !section.is_empty()
-        && keychars(section)
-        && name.first().is_some_and(u8::is_ascii_alphabetic)
-        && keychars(name)
-        && !key[first_dot..last_dot].contains(&b'\n')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,26 +189,5 @@ mod tests {
         assert_eq!(parse_words(&["--config-env=a.b=UNSET", "cat-file"]), Err(Refused::Malformed));
         assert_eq!(parse_words(&["--config-env=a.b=", "cat-file"]), Err(Refused::Malformed));
         assert_eq!(parse_words(&[]).unwrap().command_at, None);
-    }
-
-    #[test]
-    fn config_parameters_are_quoted_as_git_quotes_them() {
-        assert_eq!(push_config_parameter(None, b"a.b", Some(b"it's!")), b"'a.b'='it'\\''s'\\!''".to_vec());
-        assert_eq!(push_config_parameter(Some(b"'x.y'='1'"), b"a.b", None), b"'x.y'='1' 'a.b'=".to_vec());
-    }
-
-    #[test]
-    fn keys_are_checked_as_git_checks_them() {
-        assert!(valid_key(b"core.quotePath"));
-        assert!(valid_key(b"remote.my.origin.url"));
-        assert!(!valid_key(b"nosection"));
-        assert!(!valid_key(b".name"));
-        assert!(!valid_key(b"a.1name"));
-        assert_eq!(key_use(b"Core.QuotePath", Some(b"Off")), KeyUse::Read);
-        assert_eq!(key_use(b"core.ignorecase", None), KeyUse::Read);
-        assert_eq!(key_use(b"core.ignorecase", Some(b"2")), KeyUse::GitOnly);
-        assert_eq!(key_use(b"includeIf.gitdir:x.path", Some(b"f")), KeyUse::GitOnly);
-        assert_eq!(key_use(b"user.name", Some(b"x")), KeyUse::Ignored);
-        assert_eq!(key_use(b"core.x.quotepath", Some(b"x")), KeyUse::Ignored);
     }
 }

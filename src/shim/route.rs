@@ -7,6 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use super::options::{self, Step};
 use super::real_git::FileId;
 use crate::cat_file::args::{self as cat_file_args, CmdMode};
+use crate::config::{self, KeyUse, parameters};
 
 /// A command line cat-blobd answers.
 #[derive(Debug, PartialEq, Eq)]
@@ -17,6 +18,9 @@ pub(super) struct Plan {
     pub(super) command: OsString,
     /// The command's arguments, after the command word.
     pub(super) args: Vec<OsString>,
+    /// The environment already sets a key cat-blobd reads (`GIT_CONFIG_PARAMETERS`, `GIT_CONFIG_COUNT`): a
+    /// daemon, which reads its own configuration, cannot answer.
+    pub(super) inherits_config: bool,
 }
 
 impl Plan {
@@ -42,46 +46,61 @@ pub(super) fn plan(args: &[OsString], env: impl Fn(&OsStr) -> Option<OsString>) 
         b"fast-import" => fast_import_answers(rest) && !started_by_cat_blobd(),
         _ => false,
     };
-    (answers && config_answers(&global.steps, env(OsStr::new("GIT_CONFIG_PARAMETERS")).as_deref())).then(|| Plan {
-        steps: global.steps,
-        command,
-        args: rest.to_vec(),
-    })
+    if !answers || !global.steps.iter().all(step_config_answers) {
+        return None;
+    }
+    let inherits_config = inherited_config(&env)?.contains(&KeyUse::Read);
+    Some(Plan { steps: global.steps, command, args: rest.to_vec(), inherits_config })
 }
 
-/// `-c`/`--config-env` keys git accepts and cat-blobd reads alike or not at all, and a `GIT_CONFIG_PARAMETERS` from a parent
-/// git that names none of the keys cat-blobd reads (it does not read that variable; git does).
-fn config_answers(steps: &[Step], inherited: Option<&OsStr>) -> bool {
-    let keys_ok = steps.iter().all(|step| match step {
+/// A `-c`/`--config-env` setting git accepts and cat-blobd reads exactly as git does, or not at all.
+fn step_config_answers(step: &Step) -> bool {
+    match step {
         Step::Config(key, value) => {
-            options::valid_key(key) && options::key_use(key, value.as_deref()) != options::KeyUse::GitOnly
+            parameters::valid_key(key) && config::key_use(key, value.as_deref()) != KeyUse::GitOnly
         }
         _ => true,
-    });
-    let inherited = inherited.map(|text| text.as_bytes().to_ascii_lowercase()).unwrap_or_default();
-    let named = |key: &[u8]| inherited.windows(key.len()).any(|window| window == key);
-    keys_ok
-        && !["core.quotepath", "core.ignorecase", "core.usereplacerefs", "include"].iter().any(|k| named(k.as_bytes()))
+    }
+}
+
+/// How cat-blobd takes each setting the environment holds (`GIT_CONFIG_COUNT` and its keys, then
+/// `GIT_CONFIG_PARAMETERS`), or `None` when git must read them: one only git reads alike, or variables git would
+/// refuse (it says why).
+fn inherited_config(env: &impl Fn(&OsStr) -> Option<OsString>) -> Option<Vec<KeyUse>> {
+    let mut uses = Vec::new();
+    if let Some(count) = env(OsStr::new("GIT_CONFIG_COUNT")) {
+        let count = count.to_str().filter(|count| count.bytes().all(|b| b.is_ascii_digit()))?;
+        let count: usize = if count.is_empty() { 0 } else { count.parse().ok().filter(|&count| count <= 1000)? };
+        for n in 0..count {
+            let key = env(OsStr::new(&format!("GIT_CONFIG_KEY_{n}")))?;
+            let value = env(OsStr::new(&format!("GIT_CONFIG_VALUE_{n}")))?;
+            if !parameters::valid_key(key.as_bytes()) {
+                return None;
+            }
+            uses.push(config::key_use(key.as_bytes(), Some(value.as_bytes())));
+        }
+    }
+    if let Some(text) = env(OsStr::new("GIT_CONFIG_PARAMETERS")) {
+        let settings = parameters::parse(text.as_bytes()).ok()?;
+        uses.extend(settings.iter().map(|(key, value)| config::key_use(key, value.as_deref())));
+    }
+    (!uses.contains(&KeyUse::GitOnly)).then_some(uses)
 }
 
 /// cat-file's arguments as cat-blobd's parser reads them, without the options it refuses (`--textconv`,
-/// `--filters`, `--path`, `--use-mailmap`) and, in the one-object modes, without a name of a form it does not
+/// `--filters`, `--path`) and, in the one-object modes, without a name of a form it does not
 /// resolve. Names read from stdin in the batch modes cannot be looked at first: see README.
 fn cat_file_answers(args: &[OsString]) -> bool {
     let Ok(parsed) = cat_file_args::parse(args.iter().cloned()) else { return false };
     let transform = matches!(parsed.mode, Some(CmdMode::Textconv | CmdMode::Filters));
     !transform
-        && !parsed.mailmap
         && parsed.path.is_none()
         && (parsed.batch.is_some() || parsed.rest.iter().all(|name| !unresolved_name_form(name)))
 }
 
-/// A name cat-blobd may refuse (reflog and `@{…}` forms, `:/text` and `^{/text}` searches, index paths,
-/// paths relative to the current directory): a superset of what `cat_file::names` refuses, decided without
-/// the repository.
+/// A name of a form cat-blobd may refuse, as `cat_file::names` itself finds it without the repository.
 fn unresolved_name_form(name: &[u8]) -> bool {
-    let has = |needle: &[u8]| name.windows(needle.len()).any(|window| window == needle);
-    name.starts_with(b":") || has(b"@{") || has(b"^{/") || has(b":./") || has(b":../")
+    crate::cat_file::names::refusable(name).is_some()
 }
 
 /// fast-import's arguments as cat-blobd takes them: each a `--` flag (git's `parse_argv` refuses anything else
@@ -113,26 +132,31 @@ mod tests {
     fn cat_file_and_fast_import_are_answered_the_rest_goes_to_git() {
         assert!(plan_of(&["-C", "x", "cat-file", "--batch-check"]).is_some_and(|plan| plan.is_cat_file()));
         assert!(plan_of(&["cat-file", "-p", "HEAD:file"]).is_some());
+        for answered in ["HEAD@{1}", "@{-1}", ":file", ":2:file", ":/message", "HEAD^{/message}"] {
+            assert!(plan_of(&["cat-file", "-p", answered]).is_some(), "{answered}");
+        }
         assert!(plan_of(&["--git-dir=g", "fast-import", "--quiet", "--cat-blob-fd=3"]).is_some());
         assert!(plan_of(&["-c", "user.name=x", "cat-file", "-t", "HEAD"]).is_some());
+        assert!(plan_of(&["-c", "mailmap.file=m", "cat-file", "--batch", "--use-mailmap"]).is_some());
         for refused in [
             &["rev-parse", "HEAD"][..],
             &["--version"],
             &[],
             &["-p", "cat-file", "-p", "HEAD"],
             &["cat-file", "--textconv", "HEAD:f"],
-            &["cat-file", "--batch", "--use-mailmap"],
             &["cat-file", "--frobnicate"],
-            &["cat-file", "-p", "HEAD@{1}"],
-            &["cat-file", "-p", ":file"],
-            &["cat-file", "-p", "HEAD^{/message}"],
+            &["cat-file", "-p", "HEAD@{yesterday}"],
+            &["cat-file", "-p", "@{upstream}"],
             &["cat-file", "-p", "HEAD:./file"],
+            &["cat-file", "-p", ":../file"],
             &["fast-import", "--threads=2"],
             &["fast-import", "--git-dir=x"],
             &["fast-import", "--cat-blob-fd", "3"],
             &["fast-import", "-h"],
             &["fast-import", "--help"],
             &["-c", "core.quotePath=maybe", "cat-file", "--batch"],
+            &["-c", "core.abbrev=12", "cat-file", "--batch"],
+            &["--config-env=core.bare=SET", "cat-file", "--batch"],
             &["-c", "nosection", "cat-file", "--batch"],
         ] {
             assert_eq!(plan_of(refused), None, "{refused:?}");
@@ -140,10 +164,26 @@ mod tests {
     }
 
     #[test]
-    fn an_inherited_config_that_cat_blobd_would_miss_goes_to_git() {
+    fn an_inherited_config_is_read_here_unless_only_git_reads_it_alike() {
         let args: Vec<OsString> = ["cat-file", "--batch"].iter().map(OsString::from).collect();
-        let with = |value: &'static str| move |_: &OsStr| Some(OsString::from(value));
-        assert!(plan(&args, with("'user.name'='x'")).is_some());
-        assert!(plan(&args, with("'Core.QuotePath'='false'")).is_none());
+        let parameters =
+            |value: &'static str| move |name: &OsStr| (name == "GIT_CONFIG_PARAMETERS").then(|| OsString::from(value));
+        let inherits = |plan: Option<Plan>| plan.map(|plan| plan.inherits_config);
+        assert_eq!(inherits(plan(&args, parameters("'user.name'='x'"))), Some(false));
+        assert_eq!(inherits(plan(&args, parameters("'Core.QuotePath'='false'"))), Some(true));
+        assert_eq!(inherits(plan(&args, parameters("'core.abbrev'='12'"))), None);
+        assert_eq!(inherits(plan(&args, parameters("'core.quotepath'=false"))), None);
+        let count = |count: &'static str| {
+            move |name: &OsStr| match name.to_str() {
+                Some("GIT_CONFIG_COUNT") => Some(OsString::from(count)),
+                Some("GIT_CONFIG_KEY_0") => Some(OsString::from("core.ignoreCase")),
+                Some("GIT_CONFIG_VALUE_0") => Some(OsString::from("true")),
+                _ => None,
+            }
+        };
+        assert_eq!(inherits(plan(&args, count("1"))), Some(true));
+        assert_eq!(inherits(plan(&args, count(""))), Some(false));
+        assert_eq!(inherits(plan(&args, count("2"))), None);
+        assert_eq!(inherits(plan(&args, count("1x"))), None);
     }
 }

@@ -6,35 +6,22 @@
 //! meanwhile; packs that were already mapped stay readable even after their files are deleted. Opening a
 //! repository reads no table whose length is the object count: indexes are mapped and checked as git checks them.
 
-mod alternates;
-pub(crate) use alternates::entries as alternate_entries;
-mod big;
-pub(crate) mod cache;
 mod data;
-pub(crate) mod delta;
-mod enumerate;
-mod exists_sorted;
-mod inflate;
-mod inflate_prefix;
-mod info;
-mod loose;
-mod midx;
-mod pack;
-mod pack_index;
-mod packset;
-mod replace;
-mod resolve;
-pub(crate) mod stream;
+mod decode;
+mod error;
+mod locate;
+mod read;
 #[cfg(test)]
 mod testpack;
 
-pub(crate) use enumerate::PrefixMatch;
-pub(crate) use info::{Info, Place};
-pub(crate) use pack::PackError;
-pub(crate) use replace::Replacements;
+pub(crate) use decode::delta;
+pub use error::{Damage, IndexError, Location, MidxError, PackError, ReadError};
+pub(crate) use locate::alternates::entries as alternate_entries;
+pub(crate) use locate::{PrefixMatch, Replacements};
+pub(crate) use read::cache;
+pub(crate) use read::{Info, Place};
 
 use std::borrow::Cow;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex, RwLock};
@@ -43,114 +30,19 @@ use std::time::SystemTime;
 pub use gix_hash::{ObjectId, oid};
 pub use gix_object::Kind;
 
-use crate::fatal::Bytes;
 use cache::SharedCache;
-use inflate::Inflater;
-use midx::PackOpener;
-use pack::{EntryKey, Pack};
-use packset::{Copy, PackSet};
+use decode::Inflater;
+use locate::{Copy, EntryKey, Pack, PackOpener, PackSet, alternates, loose};
 
-use big::Want;
-pub use big::{Answer, BigBlob, DEFAULT_BIG_FILE_THRESHOLD, PieceError};
 pub use data::Data;
+use read::Want;
+pub use read::{Answer, BigBlob, DEFAULT_BIG_FILE_THRESHOLD, PieceError};
 
 /// An object read from the store.
 #[derive(Debug, Clone)]
 pub struct Object {
     pub kind: Kind,
     pub data: Data,
-}
-
-/// What is wrong with a stored object. Each one names damage, never absence. (Errors of other crates are
-/// shared, so that a `ReadError` can be cloned.)
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum Damage {
-    #[error("bad entry header: {0}")]
-    Entry(Arc<gix_error::Error>),
-    #[error("entry lies past the end of the pack data (truncated pack?)")]
-    Truncated,
-    #[error("corrupt zlib stream")]
-    Zlib,
-    /// A loose object's zlib stream that asks for a preset dictionary, as git names it.
-    #[error("inflate: needs dictionary")]
-    ZlibDictionary,
-    #[error("inflates to {} the declared {declared} bytes", actual.map_or("more than".into(), |n| format!("{n} bytes instead of")))]
-    SizeMismatch { declared: u64, actual: Option<u64> },
-    #[error("declares {declared} bytes, more than {compressed} bytes of zlib data can hold")]
-    ImpossibleSize { declared: u64, compressed: u64 },
-    #[error(transparent)]
-    Delta(#[from] delta::DeltaError),
-    #[error("object of {size} bytes exceeds the limit of {limit} bytes")]
-    TooLarge { size: u64, limit: u64 },
-    #[error("delta cycle: the chain of bases comes back to an entry it passed")]
-    DeltaCycle,
-    #[error("delta chain produces more than {limit} bytes")]
-    ChainTooLarge { limit: u64 },
-    #[error("delta base {0} is in no pack and not loose")]
-    BaseMissing(ObjectId),
-    #[error("delta base offset points outside the pack")]
-    BadBaseOffset,
-    #[error("{0}")]
-    Unusable(Arc<PackError>),
-    #[error("corrupt loose object header")]
-    LooseHeader,
-    /// A loose object whose header names a type git does not know (`git hash-object --literally -t bogus`):
-    /// git's "invalid object type"; `cat-file --allow-unknown-type` shows the name and size.
-    /// `header_too_long`: more than git's 32 header bytes, which git reads only with --allow-unknown-type.
-    #[error("invalid object type")]
-    UnknownType { type_name: Vec<u8>, size: u64, header_too_long: bool },
-    #[error("garbage at end of loose object")]
-    TrailingGarbage,
-    #[error("{0}")]
-    Io(Arc<std::io::Error>),
-    #[error("{0}")]
-    StreamBlob(Arc<stream::StreamBlobError>),
-    #[error("replacement {0} not found")]
-    ReplacementMissing(ObjectId),
-    #[error(transparent)]
-    Replace(#[from] replace::ReplaceError),
-}
-
-/// Where damage was found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Location {
-    Pack {
-        path: PathBuf,
-        offset: u64,
-    },
-    Loose {
-        path: PathBuf,
-    },
-    /// A pack index that could not be read at all: any object might be in it.
-    Index {
-        path: PathBuf,
-    },
-    /// The replace refs (`refs/replace/`).
-    ReplaceRefs,
-    /// The temporary file holding blobs defined in the stream.
-    StreamBlobs,
-}
-
-/// An object that exists but cannot be read correctly. Names the object and where the damage is.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("cannot read object {oid} from {location}: {damage}")]
-pub struct ReadError {
-    pub oid: ObjectId,
-    pub location: Location,
-    pub damage: Damage,
-}
-
-impl std::fmt::Display for Location {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let show = |p: &Path| Bytes(p.as_os_str().as_bytes()).to_string();
-        match self {
-            Location::Pack { path, offset } => write!(f, "{} at offset {offset}", show(path)),
-            Location::Loose { path } => write!(f, "{}", show(path)),
-            Location::Index { path } => write!(f, "unreadable pack index {}", show(path)),
-            Location::ReplaceRefs => write!(f, "replace refs"),
-            Location::StreamBlobs => write!(f, "the stream's blobs"),
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -187,15 +79,6 @@ pub const DEFAULT_MAX_OBJECT_SIZE: u64 = 4 << 30;
 /// [`StoreOptions::max_chain_bytes`] by default: a 4,095-deep chain (git's deepest) of 8 MiB objects, or 8 chains
 /// of the largest object; a few seconds of copying at worst.
 pub const DEFAULT_MAX_CHAIN_BYTES: u64 = 32 << 30;
-
-/// Deflate expands at most 1032 times (a 258-byte match in every 2 bits); a size larger than this many times
-/// the compressed bytes available is damage, refused before allocating it.
-pub(crate) fn inflatable(declared: u64, compressed: usize) -> Result<(), Damage> {
-    if declared > (compressed as u64).saturating_mul(1032) {
-        return Err(Damage::ImpossibleSize { declared, compressed: compressed as u64 });
-    }
-    Ok(())
-}
 
 /// Scratch state for reading objects on one thread: the inflater and a handle on the delta-base cache, which
 /// resolvers of one stream share.
@@ -258,7 +141,7 @@ pub struct Store {
     dirs: Vec<ObjectDir>,
     opener: PackOpener,
     options: StoreOptions,
-    rev_indexes: info::RevIndexes,
+    rev_indexes: read::RevIndexes,
 }
 
 impl Store {
@@ -476,25 +359,25 @@ fn replace_error(id: &oid, damage: Damage) -> ReadError {
 pub(crate) mod fuzz_api {
     /// Decodes a whole loose object file (zlib of `<type> <size>\0<content>`), refusing sizes over `limit`.
     pub(crate) fn decode_loose(compressed: &[u8], limit: u64) -> Result<(super::Kind, Vec<u8>), super::Damage> {
-        super::loose::decode(compressed, limit)
+        super::locate::loose::decode(compressed, limit)
     }
 
     /// Whether the prefix decoder answered for the zlib stream `input` (it panics when its answer for the
     /// first `max` bytes is not zlib's).
     pub(crate) fn inflate_prefix(input: &[u8], max: usize) -> bool {
-        super::inflate_prefix::check_against_zlib(input, max)
+        super::decode::inflate_prefix::check_against_zlib(input, max)
     }
 
     /// Every object's zlib stream: a pack entry's data up to the pack's end (as reads see it), a loose file.
     pub(crate) fn each_zlib_stream(store: &super::Store, mut each: impl FnMut(&[u8])) {
         store.for_each_object_unordered(|_, place| match place.0 {
-            super::info::Where::Packed(pack, offset) => {
+            super::read::Where::Packed(pack, offset) => {
                 if let Ok(data) = pack.entry(offset).and_then(|entry| pack.compressed(&entry)) {
                     each(data);
                 }
             }
-            super::info::Where::Loose(path) => each(&std::fs::read(path).expect("read a loose object")),
-            super::info::Where::Virtual => {}
+            super::read::Where::Loose(path) => each(&std::fs::read(path).expect("read a loose object")),
+            super::read::Where::Virtual => {}
         });
     }
 }

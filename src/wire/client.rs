@@ -64,8 +64,12 @@ pub fn connect(socket: &Path, server_uid: Option<u32>, args: Vec<Vec<u8>>) -> Re
     }
     numbers.sort_unstable();
     numbers.dedup();
+    // SAFETY: these fds were inherited: nothing in this short-lived process closes fds 0..=2 or the one
+    // `--cat-blob-fd` names, so they stay open for as long as `connect` borrows them (one sendmsg).
+    #[allow(unsafe_code)]
+    let inherited = |n| unsafe { crate::io::fd::borrow_if_open(n) }.map(|fd| (n, fd));
     let (mut fd_numbers, mut fds): (Vec<i32>, Vec<BorrowedFd<'_>>) =
-        numbers.into_iter().filter_map(|n| inherited_fd(n).map(|fd| (n, fd))).take(MAX_FDS - 1).unzip();
+        numbers.into_iter().filter_map(inherited).take(MAX_FDS - 1).unzip();
     // The working directory, so that relative marks paths mean the same as for `cat-blobd` run here.
     let cwd: Option<OwnedFd> =
         rustix::fs::open(".", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok();
@@ -203,18 +207,6 @@ fn current_umask() -> u32 {
 /// `0` octal); other flags and unreadable numbers name nothing (the session reports them as git does).
 fn named_cat_blob_fd(arg: &[u8]) -> Option<i32> {
     i32::try_from(ulong_arg(arg.strip_prefix(b"--cat-blob-fd=")?)?).ok()
-}
-
-/// Fd `number` of this process, if it is open.
-#[allow(unsafe_code)]
-fn inherited_fd(number: i32) -> Option<BorrowedFd<'static>> {
-    // SAFETY: F_GETFD reads the fd's flags and nothing else; on a number that is not open it fails with EBADF.
-    if unsafe { libc::fcntl(number, libc::F_GETFD) } == -1 {
-        return None;
-    }
-    // SAFETY: the fd is open (just checked) and was inherited: nothing in this short-lived process closes fds
-    // 0..=9 or the one `--cat-blob-fd` names, so it stays open for as long as `connect` borrows it (one sendmsg).
-    Some(unsafe { BorrowedFd::borrow_raw(number) })
 }
 
 #[cfg(test)]

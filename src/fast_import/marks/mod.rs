@@ -35,6 +35,23 @@ pub(crate) enum MarksError {
     TooManyInAll(u64),
 }
 
+/// Why the marks file was not written, in git's words (`dump_marks` reports it with `error:`).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ExportError {
+    #[error("unable to write marks file {}: the process is exiting", Bytes(.0.as_os_str().as_encoded_bytes()))]
+    Exiting(PathBuf),
+    #[error(
+        "unable to create leading directories of {}: {}",
+        Bytes(.path.as_os_str().as_encoded_bytes()),
+        strerror(.source)
+    )]
+    LeadingDirectories { path: PathBuf, source: io::Error },
+    #[error("unable to write marks file {}: {}", Bytes(.path.as_os_str().as_encoded_bytes()), strerror(.source))]
+    Lock { path: PathBuf, source: io::Error },
+    #[error("unable to write file {}: {}", Bytes(.path.as_os_str().as_encoded_bytes()), strerror(.source))]
+    Write { path: PathBuf, source: io::Error },
+}
+
 /// What importing a marks file asks of the objects it names.
 pub(crate) trait ObjectLookup {
     fn object_hash(&self) -> gix_hash::Kind;
@@ -159,13 +176,12 @@ impl Marks {
     /// Durable, unlike git: the lock file is synced before the rename and the directory after it, so that after a
     /// crash the old file or the new one is there, complete, never neither. The lock file never outlives a failed
     /// export, nor a process that stops through [`EXPORTS`].
-    pub(crate) fn export(&self, path: &Path) -> Result<(), String> {
-        let show = |p: &Path| Bytes(p.as_os_str().as_encoded_bytes()).to_string();
+    pub(crate) fn export(&self, path: &Path) -> Result<(), ExportError> {
         let Some(_exporting) = EXPORTS.begin() else {
-            return Err(format!("unable to write marks file {}: the process is exiting", show(path)));
+            return Err(ExportError::Exiting(path.to_owned()));
         };
         create_leading_directories(path)
-            .map_err(|err| format!("unable to create leading directories of {}: {}", show(path), strerror(&err)))?;
+            .map_err(|source| ExportError::LeadingDirectories { path: path.to_owned(), source })?;
         let mut lock_name = path.as_os_str().to_owned();
         lock_name.push(".lock");
         let lock = PathBuf::from(lock_name);
@@ -173,12 +189,12 @@ impl Marks {
             .write(true)
             .create_new(true)
             .open(&lock)
-            .map_err(|err| format!("unable to write marks file {}: {}", show(path), strerror(&err)))?;
+            .map_err(|source| ExportError::Lock { path: path.to_owned(), source })?;
         let written = self.write_to(&mut file).and_then(|()| file.sync_all());
         drop(file);
-        if let Err(err) = written.and_then(|()| std::fs::rename(&lock, path)) {
+        if let Err(source) = written.and_then(|()| std::fs::rename(&lock, path)) {
             let _ = std::fs::remove_file(&lock);
-            return Err(format!("unable to write file {}: {}", show(path), strerror(&err)));
+            return Err(ExportError::Write { path: path.to_owned(), source });
         }
         // The rename is only durable once the directory is: a failure here leaves the new file in place, and is
         // as unreportable as git's missing fsync.

@@ -5,7 +5,7 @@
 //! as far as the structure goes: git validates every line itself, and a line git must refuse is reported as
 //! [`Step::Refused`] so that the caller waits for git to die on it.
 use crate::fast_import::command::c_string;
-use crate::git_compat::strtoumax::strtoumax;
+use crate::fast_import::dataref::parse_mark_line;
 
 /// What to do with one line of a writing command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +112,7 @@ impl WriteCommand {
             State::ResetFrom | State::ResetEnd if raw.is_empty() => (Step::ForwardAndEnd, State::Done),
             State::ResetFrom | State::ResetEnd => (Step::Ended, State::Done),
             State::AliasStart if raw.is_empty() => (Step::Forward, State::AliasMark),
-            State::AliasStart | State::AliasMark => match mark(line) {
+            State::AliasStart | State::AliasMark => match parse_mark_line(line) {
                 Some(mark) => (Step::Mark(mark), State::AliasTo),
                 None => (Step::Refused, State::Done),
             },
@@ -138,7 +138,7 @@ fn commit_header(line: &[u8], stage: u8, signature_next: bool, abort_on_signatur
         return expect_data(line, at(stage));
     }
     match header_line(line, stage, &[b"mark :", b"original-oid ", b"author ", b"committer "]) {
-        Some((0, next)) => (Step::Mark(mark(line).expect("mark line")), at(next)),
+        Some((0, next)) => (Step::Mark(parse_mark_line(line).expect("mark line")), at(next)),
         Some((_, next)) => (Step::Forward, at(next)),
         // git requires a committer line.
         None if stage < 4 => (Step::Refused, State::Done),
@@ -185,7 +185,7 @@ fn file_change(line: &[u8]) -> (Step, State) {
 fn tag_header(line: &[u8], stage: u8) -> (Step, State) {
     let at = |stage| State::TagHeader { stage };
     match stage {
-        0 if mark(line).is_some() => (Step::Mark(mark(line).expect("mark line")), at(1)),
+        0 if parse_mark_line(line).is_some() => (Step::Mark(parse_mark_line(line).expect("mark line")), at(1)),
         0 | 1 if line.starts_with(b"from ") => (Step::Forward, at(2)),
         0 | 1 => (Step::Refused, State::Done),
         2 if line.starts_with(b"original-oid ") => (Step::Forward, at(3)),
@@ -206,12 +206,6 @@ fn valid_signature_header(args: &[u8]) -> bool {
 
 fn expect_data(line: &[u8], after: State) -> (Step, State) {
     if line.starts_with(b"data ") { (Step::Data, after) } else { (Step::Refused, State::Done) }
-}
-
-/// `mark :<n>` as git's `parse_mark` reads it (`strtoumax`, no checks).
-fn mark(line: &[u8]) -> Option<u64> {
-    let number = line.strip_prefix(b"mark :")?;
-    Some(strtoumax(number, 10).map_or(0, |(mark, _)| mark))
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use crate::engine::Target;
 use crate::fast_import::command::{self as request, Command, Context};
 use crate::fast_import::dataref::Dataref;
 use crate::fast_import::options::SignMode;
-use crate::line_reader::LineReader;
+use crate::io::line_reader::LineReader;
 use crate::response::encode::Response;
 pub use git::running_git_pid;
 pub(crate) use git::{Git, GitError, Reply, exit_code};

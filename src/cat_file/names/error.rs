@@ -1,0 +1,65 @@
+//! Why an object name names no object: the one error type of name resolution, shared by the resolver
+//! (`resolve`) and the walks it calls (`walk`, `symlinks`, `reflog`, `search`), so that none imports another's
+//! module.
+use gix_hash::ObjectId;
+use gix_object::Kind;
+
+use super::forms::Form;
+use crate::git_compat::tree_entry::Malformed;
+use crate::store::ReadError;
+
+/// Why a name names no object.
+#[derive(Debug, thiserror::Error)]
+pub enum NameError {
+    /// git's `MISSING_OBJECT`: nothing by that name.
+    #[error("missing")]
+    Missing,
+    /// git's `SHORT_NAME_AMBIGUOUS`, with the candidates.
+    #[error("ambiguous")]
+    Ambiguous(Vec<ObjectId>),
+    /// `<rev>:<path>` where the path is not in the tree (git's `get_oid_with_context` says missing; in the
+    /// single-object modes git explains it).
+    #[error("path '{}' does not exist in '{}'", crate::fatal::Bytes(.path), crate::fatal::Bytes(.rev))]
+    PathMissing { path: Vec<u8>, rev: Vec<u8> },
+    /// `<rev>:<path>` whose `<rev>` names nothing (the single-object modes say so; batches say missing).
+    #[error("invalid object name '{}'.", crate::fatal::Bytes(.0))]
+    InvalidRev(Vec<u8>),
+    /// `<rev>:./<path>` (or `../`) where there is no work tree (git's `resolve_relative_path`).
+    #[error("relative path syntax can't be used outside working tree")]
+    RelativePath,
+    /// `:<path>` or `:<n>:<path>` in a repository without an index (git's `diagnose_invalid_index_path`).
+    #[error("path '{}' does not exist (neither on disk nor in the index)", crate::fatal::Bytes(.0))]
+    NotInIndex(Vec<u8>),
+    /// `<ref>@{<n>}` past the end of the reflog: git dies with this message.
+    #[error("{0}")]
+    Reflog(String),
+    /// `:<n>:<path>` where the index has the path at another stage.
+    #[error("path '{}' is in the index, but not at stage {stage}\nhint: Did you mean ':{found}:{}'?", crate::fatal::Bytes(.path), crate::fatal::Bytes(.path))]
+    NotAtStage { path: Vec<u8>, stage: u8, found: u8 },
+    /// A form of name that cat-blobd does not resolve.
+    #[error("cat-blobd cat-file does not support {form} in object names: '{}'", crate::fatal::Bytes(.name))]
+    Unsupported { form: Form, name: Vec<u8> },
+    /// `--follow-symlinks`: a symlink whose target is not in the tree (git's `DANGLING_SYMLINK`).
+    #[error("dangling symlink")]
+    Dangling,
+    /// `--follow-symlinks`: more than 40 links (`SYMLINK_LOOP`).
+    #[error("symlink loop")]
+    Loop,
+    /// `--follow-symlinks`: a file where the path needs a directory (`NOT_DIR`).
+    #[error("not a directory")]
+    NotDir,
+    /// `--follow-symlinks`: a symlink leading out of the tree, to this path (git answers `symlink <path>`).
+    #[error("symlink out of the tree")]
+    OutOfTree(Vec<u8>),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// A tree whose entries git's tree-walk cannot decode, met on the way: git dies with this message.
+    #[error(transparent)]
+    Tree(#[from] Malformed),
+    /// An index file that does not read: git dies with this message.
+    #[error(transparent)]
+    Index(#[from] super::index::IndexError),
+    /// An object that gix-object cannot parse where git needs to look into it (a commit's tree, a tag's target).
+    #[error("cannot parse {kind} {id}")]
+    Unparsable { id: ObjectId, kind: Kind },
+}

@@ -1,0 +1,21 @@
+//! Object names, resolved as git's `get_oid_with_context` resolves them for cat-file.
+//!
+//! `resolve` parses a name with gix-revision and answers its callbacks: references through gix-ref, abbreviated
+//! ids through the store (`ambiguous` when more than one object fits), `<ref>@{<n>}` and `@{-<n>}` from reflogs
+//! (`reflog`), `:/<text>` and `^{/<text>}` by searching commits (`search`), `:<path>` from the index (`index`),
+//! and peeling and `<rev>:<path>` by walking objects (`walk`, and `symlinks` for `--follow-symlinks`). Every
+//! step fails with the one `error::NameError`.
+mod ambiguous;
+mod error;
+mod forms;
+mod index;
+mod ref_rules;
+mod reflog;
+mod resolve;
+mod search;
+mod symlinks;
+mod walk;
+
+pub use error::NameError;
+pub use forms::{Form, refusable};
+pub use resolve::{Names, Resolved};

@@ -1,0 +1,21 @@
+//! Where objects are: the object directories (the repository's and its [`alternates`]), their packs (each a
+//! [`pack_index`] and its [`pack`] data, grouped by a [`midx`] or not, as one [`packset`] per directory), loose
+//! files ([`loose`]), and the [`replace`] refs that send one id to another. Also the passes over all of it that
+//! need no object's content: listing every object ([`enumerate`]) and checking many ids at once
+//! ([`exists_sorted`]).
+pub(super) mod alternates;
+mod enumerate;
+mod exists_sorted;
+pub(super) mod loose;
+mod midx;
+mod pack;
+mod pack_index;
+mod packset;
+pub(super) mod replace;
+
+pub(crate) use enumerate::PrefixMatch;
+pub(super) use midx::PackOpener;
+pub(crate) use pack::EntryKey;
+pub(super) use pack::Pack;
+pub(super) use packset::{Copy, PackSet};
+pub(crate) use replace::Replacements;
