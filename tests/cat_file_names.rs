@@ -642,3 +642,60 @@ fn names_through_a_damaged_tree_fail_as_git_fails() {
         eprintln!("{what}: compared");
     }
 }
+
+/// `same` with `env` set for both.
+#[track_caller]
+fn same_with_env(dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) {
+    let git = run(&git_program(), dir, args, stdin, env);
+    let ours = run(CAT_BLOBD, dir, args, stdin, env);
+    let what = format!("cat-file {args:?} in {} with {env:?} on {}", dir.display(), escape(stdin));
+    assert_same(&what, &git, &ours, Stderr::Exact);
+}
+
+/// Index paths read the index git reads: `$GIT_INDEX_FILE` (absolute, or relative to the top of the work tree,
+/// wherever the command runs), a split index with its shared part, and a damaged index dies as git dies. Before,
+/// `GIT_INDEX_FILE` was ignored and a split index refused.
+#[test]
+fn index_paths_read_git_index_file_split_and_damaged_indexes() {
+    let root = reflog_fixture();
+    let names = [":hello", ":0:hello", ":white space", ":exec", ":d/f", ":nope", ":2:conflict", ":conflict"];
+    let input = lines(&names, b'\n');
+    let tmp = crate::util::TempDir::new("index-files");
+    let copy = tmp.path().join("work");
+    let cp = std::process::Command::new("cp").arg("-a").arg(root.join("reflog")).arg(&copy).status().expect("cp");
+    assert!(cp.success());
+    let other = root.join("index-v4").join(".git/index");
+    let other = other.to_str().expect("UTF-8 path");
+    std::fs::copy(other, copy.join("other-index")).expect("copy the index");
+    std::fs::write(copy.join("bad-signature"), b"garbagegarbagegarbagegarbagegarbage").unwrap();
+    std::fs::write(copy.join("short"), b"DIRC").unwrap();
+    std::fs::create_dir_all(copy.join("d")).unwrap();
+    for (dir, file) in [
+        (copy.clone(), other),
+        (copy.clone(), "other-index"),
+        (copy.join("d"), "other-index"),
+        (copy.clone(), "no-such-index"),
+        (copy.clone(), "bad-signature"),
+        (copy.clone(), "short"),
+    ] {
+        let env = [("GIT_INDEX_FILE", file)];
+        same_with_env(&dir, &["--batch-check"], &input, &env);
+        for name in [":hello", ":nope"] {
+            same_with_env(&dir, &["-t", name], b"", &env);
+        }
+    }
+    // A split index: the entries are in the shared index, changes in the split one.
+    let split = tmp.path().join("split");
+    let cp = std::process::Command::new("cp").arg("-a").arg(root.join("reflog")).arg(&split).status().expect("cp");
+    assert!(cp.success());
+    git(&split.join(".git"), &["update-index", "--split-index"]);
+    crate::util::git_in(
+        &split.join(".git"),
+        &["update-index", "--index-info"],
+        b"100644 e69de29bb2d1d6434b8b29ae775ad8c2e48c5391\tadded-later\n",
+    );
+    let shared = std::fs::read_dir(split.join(".git")).unwrap().flatten();
+    assert!(shared.into_iter().any(|entry| entry.file_name().to_string_lossy().starts_with("sharedindex.")));
+    let names = [":hello", ":added-later", ":white space", ":2:conflict", ":nope"];
+    same(&split, &["--batch-check"], &lines(&names, b'\n'));
+}

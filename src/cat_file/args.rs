@@ -4,7 +4,8 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 
-use super::filter::FilterSpec;
+use super::filter::{FilterSpec, SpecError};
+use crate::fatal::Bytes;
 
 /// `-e`, `-p`, `-t`, `-s`, `--batch-all-objects`, `--textconv`, `--filters`: git's `OPT_CMDMODE`s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,31 +60,64 @@ pub struct Args {
 }
 
 /// A usage error, exit 129: parse-options' own `error: <message>` (alone, or with the usage after an unknown
-/// option), or `fatal: <message>` (`usage_msg_opt`) and the usage.
+/// option), or `fatal: <message>` (`usage_msg_opt`) and the usage. Each says what git says, word for word.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UsageError {
-    #[error("error: {0}")]
-    Error(String),
-    /// An unknown option or switch: the message and the usage.
-    #[error("error: {0}")]
-    Unknown(String),
+    #[error("error: option `{}' requires a value", Bytes(.0))]
+    RequiresValue(Vec<u8>),
+    #[error("error: option `{}' takes no value", Bytes(.0))]
+    TakesNoValue(Vec<u8>),
+    #[error("error: options '{0}' and '{1}' cannot be used together")]
+    Together(&'static str, &'static str),
+    #[error("error: only one batch option may be specified")]
+    OneBatch,
+    /// An unknown switch: the message and the usage.
+    #[error("error: unknown switch `{}'", char::from(*.0))]
+    UnknownSwitch(u8),
+    /// An unknown option: the message and the usage.
+    #[error("error: unknown option `{}'", Bytes(.0))]
+    UnknownOption(Vec<u8>),
+    /// git's checks after parsing (`usage_msg_opt`): the message and the usage.
     #[error("fatal: {0}")]
-    Fatal(String),
+    Fatal(Misuse),
     /// `-h`: the usage on stdout.
     #[error("help")]
     Help,
-    /// An option cat-blobd does not implement: the message alone.
-    #[error("fatal: {0}")]
-    Unsupported(String),
-    /// git's `die()` during the option checks: the message alone, exit 128.
-    #[error("fatal: {0}")]
-    Die(String),
+    /// An option cat-blobd does not implement (`--textconv`, `--filters`): the message alone.
+    #[error("fatal: cat-blobd cat-file does not support {0}: it needs a work tree or attributes")]
+    Unsupported(&'static str),
+    /// git's `die()` on a filter spec during the option checks: the message alone, exit 128.
+    #[error("fatal: {}", .0.0)]
+    Die(SpecError),
     /// No arguments at all: the usage alone on stderr.
     #[error("usage")]
     Usage,
-    /// git's `usage()`/`usagef()`: `usage: <message>` alone, exit 129.
-    #[error("usage: {0}")]
-    Short(String),
+    /// git's `usage()`: `usage: <message>` alone, exit 129.
+    #[error("usage: objects filter only supported in batch mode")]
+    FilterNeedsBatch,
+    #[error("usage: objects filter not supported: '{0}'")]
+    FilterRefused(&'static str),
+}
+
+/// The option combinations git's checks after parsing refuse, in its words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Misuse {
+    #[error("'--path=<path|tree-ish>' needs '--filters' or '--textconv'")]
+    PathNeedsTransform,
+    #[error("'{0}' requires a batch mode")]
+    RequiresBatch(&'static str),
+    #[error("'{0}' is incompatible with batch mode")]
+    IncompatibleWithBatch(&'static str),
+    #[error("batch modes take no arguments")]
+    BatchTakesNoArguments,
+    #[error("<rev> required with '{0}'")]
+    RevRequired(&'static str),
+    #[error("<object> required with '{0}'")]
+    ObjectRequired(&'static str),
+    #[error("too many arguments")]
+    TooMany,
+    #[error("only two arguments allowed in <type> <object> mode, not {0}")]
+    OnlyTwo(usize),
 }
 
 /// git 2.55's usage and options, as every usage error prints them after its message.
@@ -148,14 +182,13 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, UsageErro
                 Some(eq) => (&long[..eq], Some(long[eq + 1..].to_vec())),
                 None => (long, None),
             };
-            let name = String::from_utf8_lossy(name).into_owned();
-            let value = match (name.as_str(), value) {
-                ("path" | "filter", None) => {
-                    Some(args.next().ok_or_else(|| error(format!("option `{name}' requires a value")))?)
+            let value = match (name, value) {
+                (b"path" | b"filter", None) => {
+                    Some(args.next().ok_or_else(|| UsageError::RequiresValue(name.to_vec()))?)
                 }
                 (_, value) => value,
             };
-            parsed.long(&name, value)?;
+            parsed.long(name, value)?;
         } else if arg.len() > 1 && arg[0] == b'-' {
             for &flag in &arg[1..] {
                 parsed.short(flag)?;
@@ -165,10 +198,6 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Args, UsageErro
         }
     }
     Ok(parsed)
-}
-
-fn error(message: impl Into<String>) -> UsageError {
-    UsageError::Error(message.into())
 }
 
 impl Args {
@@ -181,52 +210,52 @@ impl Args {
             b'z' => self.nul_input = true,
             b'Z' => self.nul = true,
             b'h' => return Err(UsageError::Help),
-            other => return Err(UsageError::Unknown(format!("unknown switch `{}'", other as char))),
+            other => return Err(UsageError::UnknownSwitch(other)),
         }
         Ok(())
     }
 
-    fn long(&mut self, name: &str, value: Option<Vec<u8>>) -> Result<(), UsageError> {
+    fn long(&mut self, name: &[u8], value: Option<Vec<u8>>) -> Result<(), UsageError> {
         let flag = |value: &Option<Vec<u8>>| -> Result<bool, UsageError> {
             match value {
                 None => Ok(true),
-                Some(_) => Err(error(format!("option `{name}' takes no value"))),
+                Some(_) => Err(UsageError::TakesNoValue(name.to_vec())),
             }
         };
         match name {
-            "batch" => self.batch_mode(BatchMode::Contents, value),
-            "batch-check" => self.batch_mode(BatchMode::Info, value),
-            "batch-command" => self.batch_mode(BatchMode::Command, value),
-            "batch-all-objects" => flag(&value).and_then(|_| self.cmdmode(CmdMode::AllObjects)),
-            "textconv" => flag(&value).and_then(|_| self.cmdmode(CmdMode::Textconv)),
-            "filters" => flag(&value).and_then(|_| self.cmdmode(CmdMode::Filters)),
-            "path" | "no-path" => {
-                self.path = value.filter(|_| name == "path");
+            b"batch" => self.batch_mode(BatchMode::Contents, value),
+            b"batch-check" => self.batch_mode(BatchMode::Info, value),
+            b"batch-command" => self.batch_mode(BatchMode::Command, value),
+            b"batch-all-objects" => flag(&value).and_then(|_| self.cmdmode(CmdMode::AllObjects)),
+            b"textconv" => flag(&value).and_then(|_| self.cmdmode(CmdMode::Textconv)),
+            b"filters" => flag(&value).and_then(|_| self.cmdmode(CmdMode::Filters)),
+            b"path" | b"no-path" => {
+                self.path = value.filter(|_| name == b"path");
                 Ok(())
             }
-            "filter" => {
+            b"filter" => {
                 let spec = value.expect("parse gives `--filter` its value");
-                self.filter = self.filter.with(&spec).map_err(|err| UsageError::Die(err.0))?;
+                self.filter = self.filter.with(&spec).map_err(UsageError::Die)?;
                 Ok(())
             }
-            "no-filter" => flag(&value).map(|_| self.filter = FilterSpec::None),
-            "help-all" => Err(UsageError::Help),
+            b"no-filter" => flag(&value).map(|_| self.filter = FilterSpec::None),
+            b"help-all" => Err(UsageError::Help),
             _ => {
-                let (negated, base) = match name.strip_prefix("no-") {
+                let (negated, base) = match name.strip_prefix(b"no-") {
                     Some(base) => (true, base),
                     None => (false, name),
                 };
                 let target = match base {
-                    "buffer" => {
+                    b"buffer" => {
                         self.buffer = Some(!negated && flag(&value)?);
                         return Ok(());
                     }
                     // A no-op since git 2.50, hidden from the usage.
-                    "allow-unknown-type" => &mut false,
-                    "use-mailmap" | "mailmap" => &mut self.mailmap,
-                    "follow-symlinks" => &mut self.follow_symlinks,
-                    "unordered" => &mut self.unordered,
-                    _ => return Err(UsageError::Unknown(format!("unknown option `{name}'"))),
+                    b"allow-unknown-type" => &mut false,
+                    b"use-mailmap" | b"mailmap" => &mut self.mailmap,
+                    b"follow-symlinks" => &mut self.follow_symlinks,
+                    b"unordered" => &mut self.unordered,
+                    _ => return Err(UsageError::UnknownOption(name.to_vec())),
                 };
                 *target = !negated && flag(&value)?;
                 Ok(())
@@ -236,9 +265,7 @@ impl Args {
 
     fn cmdmode(&mut self, mode: CmdMode) -> Result<(), UsageError> {
         match self.mode {
-            Some(previous) if previous != mode => {
-                Err(error(format!("options '{}' and '{}' cannot be used together", mode.flag(), previous.flag())))
-            }
+            Some(previous) if previous != mode => Err(UsageError::Together(mode.flag(), previous.flag())),
             _ => {
                 self.mode = Some(mode);
                 Ok(())
@@ -248,7 +275,7 @@ impl Args {
 
     fn batch_mode(&mut self, mode: BatchMode, format: Option<Vec<u8>>) -> Result<(), UsageError> {
         if self.batch.is_some() {
-            return Err(error("only one batch option may be specified"));
+            return Err(UsageError::OneBatch);
         }
         self.batch = Some((mode, format));
         Ok(())
@@ -270,12 +297,15 @@ mod tests {
         assert!(args.nul);
         assert_eq!(args.buffer, Some(false));
         assert_eq!(args.rest, vec![b"x".to_vec()]);
-        assert_eq!(
-            parse_str(&["-t", "-p"]).unwrap_err(),
-            UsageError::Error("options '-p' and '-t' cannot be used together".into())
-        );
-        assert_eq!(parse_str(&["-q"]).unwrap_err(), UsageError::Unknown("unknown switch `q'".into()));
-        assert_eq!(parse_str(&["--bogus"]).unwrap_err(), UsageError::Unknown("unknown option `bogus'".into()));
+        let message = |args: &[&str]| parse_str(args).unwrap_err().to_string();
+        assert_eq!(message(&["-t", "-p"]), "error: options '-p' and '-t' cannot be used together");
+        assert_eq!(message(&["-q"]), "error: unknown switch `q'");
+        assert_eq!(message(&["--bogus"]), "error: unknown option `bogus'");
+        // Not UTF-8: the option's bytes come back as they were given.
+        let bogus = parse(vec![OsString::from_vec(b"--bogus\xff".to_vec())]).unwrap_err().to_string();
+        assert_eq!(crate::fatal::message_bytes(&bogus), b"error: unknown option `bogus\xff'");
+        assert_eq!(message(&["--buffer=1"]), "error: option `buffer' takes no value");
+        assert_eq!(message(&["--path"]), "error: option `path' requires a value");
         assert_eq!(parse_str(&["--", "-p"]).unwrap().rest, vec![b"-p".to_vec()]);
     }
 }

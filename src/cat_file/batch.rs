@@ -7,6 +7,7 @@ use std::io::Read;
 use std::sync::atomic::Ordering;
 
 use super::args::{Args, BatchMode, CmdMode};
+use super::die::Die;
 use super::filter::FilterSpec;
 use super::format::Format;
 use super::job::{ObjectJob, Settings, Worker};
@@ -14,7 +15,6 @@ use super::mailmap::{Mailmap, parse_maybe_bool};
 use super::names::{NameError, Names};
 use super::{CatFileError, Io, Outcome, Repo};
 use crate::engine::{Engine, Target};
-use crate::fatal::Bytes;
 use crate::io::line_reader::LineReader;
 use crate::repo::MailmapConfig;
 use crate::response::encode::Response;
@@ -169,16 +169,16 @@ impl Batch<'_, '_, '_, '_> {
         let mut record = Vec::new();
         while next_record(reader, &mut record)? {
             if record.is_empty() {
-                return Err(CatFileError::git("empty command in input"));
+                return Err(CatFileError::Git(Die::EmptyCommand));
             }
             let line = c_str(&record);
             if line.first().is_some_and(|b| b.is_ascii_whitespace() || *b == 0x0b) {
-                return Err(CatFileError::git(format!("whitespace before command: '{}'", Bytes(line))));
+                return Err(CatFileError::Git(Die::WhitespaceBeforeCommand(line.to_vec())));
             }
             let (command, argument) = parse_command(line)?;
             let interactive = !reader.has_buffered_line();
             let command = match command {
-                "flush" if !buffer => return Err(CatFileError::git("flush is only for --buffer mode")),
+                "flush" if !buffer => return Err(CatFileError::Git(Die::FlushWithoutBuffer)),
                 "flush" => {
                     self.dispatch(std::mem::take(&mut queued), interactive)?;
                     continue;
@@ -216,8 +216,7 @@ impl Batch<'_, '_, '_, '_> {
     /// `mailmap <bool>` (git 2.55): turns the mailmap on or off for the requests after it; it is read the first
     /// time it is turned on.
     fn set_mailmap(&mut self, value: &[u8]) -> Result<(), CatFileError> {
-        self.mailmap = parse_maybe_bool(value)
-            .ok_or_else(|| CatFileError::git(format!("mailmap: invalid boolean '{}'", Bytes(value))))?;
+        self.mailmap = parse_maybe_bool(value).ok_or_else(|| CatFileError::Git(Die::MailmapBoolean(value.to_vec())))?;
         if self.mailmap && self.settings.mailmap.get().is_none() {
             _ = self.settings.mailmap.set(Mailmap::load(self.mailmap_config, self.names));
         }
@@ -336,15 +335,15 @@ fn parse_command(line: &[u8]) -> Result<(&'static str, &[u8]), CatFileError> {
         if takes_argument {
             return match after.strip_prefix(b" ") {
                 Some(argument) => Ok((command, argument)),
-                None => Err(CatFileError::git(format!("{command} requires arguments"))),
+                None => Err(CatFileError::Git(Die::RequiresArguments(command))),
             };
         }
         if !after.is_empty() {
-            return Err(CatFileError::git(format!("{command} takes no arguments")));
+            return Err(CatFileError::Git(Die::TakesNoArguments(command)));
         }
         return Ok((command, b""));
     }
-    Err(CatFileError::git(format!("unknown command: '{}'", Bytes(line))))
+    Err(CatFileError::Git(Die::UnknownCommand(line.to_vec())))
 }
 
 /// git's `git_env_bool`, for the values a test sets.

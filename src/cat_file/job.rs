@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use gix_object::Kind;
 
 use super::CatFileError;
+use super::die::Die;
 use super::filter::Filter;
 use super::format::{Fields, Format};
 use super::mailmap::Mailmap;
@@ -161,13 +162,13 @@ impl ObjectJob<'_> {
             true => store.read_exact(&self.id, &mut worker.resolver)?,
             false => store.read(&self.id, &mut worker.resolver)?,
         };
-        object.ok_or_else(|| CatFileError::git(format!("object {} disappeared", self.id)))
+        object.ok_or_else(|| CatFileError::Git(Die::Disappeared(self.id)))
     }
 
     /// The object for `--batch` contents: whole, or a big blob to stream (see `store/big.rs`).
     fn read_answer(&self, worker: &mut Worker<'_>) -> Result<Answer, CatFileError> {
         let answer = worker.store.read_for_answer(&self.id, &mut worker.resolver, self.settings.exact)?;
-        answer.ok_or_else(|| CatFileError::git(format!("object {} disappeared", self.id)))
+        answer.ok_or_else(|| CatFileError::Git(Die::Disappeared(self.id)))
     }
 
     /// The object's bytes as the answer gives them: with the mailmap on, its idents mapped (git maps every kind it

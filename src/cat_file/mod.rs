@@ -5,6 +5,7 @@
 //! object names; `format` expands `%(atoms)`; `print_tree` prints trees for `-p`.
 pub mod args;
 mod batch;
+mod die;
 pub mod filter;
 pub mod format;
 mod job;
@@ -25,7 +26,7 @@ use crate::fatal::fatal_line;
 use crate::repo::Repository;
 use crate::store::cache::SharedCache;
 use crate::store::{ReadError, Resolver, Store};
-use args::{Args, CmdMode, UsageError};
+use args::{Args, CmdMode, Misuse, UsageError};
 use filter::FilterSpec;
 use output::{Messages, Output};
 
@@ -123,8 +124,8 @@ pub(crate) enum CatFileError {
     #[error(transparent)]
     Input(#[from] crate::io::line_reader::ReadError),
     /// git's own `die()` messages, word for word.
-    #[error("{0}")]
-    Git(String),
+    #[error(transparent)]
+    Git(#[from] die::Die),
     /// The run was cut from outside (see [`Io::interrupted`]).
     #[error("{0}")]
     Interrupted(&'static str),
@@ -140,10 +141,6 @@ impl From<EngineError<CatFileError>> for CatFileError {
 }
 
 impl CatFileError {
-    fn git(message: impl Into<String>) -> CatFileError {
-        CatFileError::Git(message.into())
-    }
-
     /// The object whose zlib stream asks for a preset dictionary, if that is what failed.
     fn needs_dictionary(&self) -> Option<&crate::store::ObjectId> {
         match self {
@@ -221,15 +218,16 @@ pub fn run(
 }
 
 /// The index file of `repo`: `$GIT_INDEX_FILE` as git reads it, from the top of the work tree (the git
-/// directory's parent when it is a `.git`; a bare repository's commands run where they were started).
-fn index_file(repo: &Repo<'_>) -> std::path::PathBuf {
-    match repo.index_file {
-        Some(file) if file.is_relative() && repo.git_dir.file_name().is_some_and(|name| name == ".git") => {
-            repo.git_dir.parent().map_or_else(|| file.to_owned(), |top| top.join(file))
-        }
-        Some(file) => file.to_owned(),
-        None => repo.git_dir.join("index"),
-    }
+/// directory's parent when it is a `.git`; a bare repository's commands run where they were started), and shown
+/// as given; else `<git-dir>/index`.
+fn index_file(repo: &Repo<'_>) -> names::IndexFile {
+    let shown = repo.index_file.map_or_else(|| repo.git_dir.join("index"), Path::to_owned);
+    let top = repo.git_dir.parent().filter(|_| repo.git_dir.file_name().is_some_and(|name| name == ".git"));
+    let path = match top {
+        Some(top) if shown.is_relative() && repo.index_file.is_some() => top.join(&shown),
+        _ => shown.clone(),
+    };
+    names::IndexFile { path, shown }
 }
 
 /// `-t`, `-s`, `-e`, `-p` and `<type> <object>`: one object, one write.
@@ -263,16 +261,15 @@ fn usage(err: UsageError, io: &Io<'_>) -> Outcome {
             stdout.message(args::help().as_bytes());
             return Outcome { code: 129, ..Outcome::default() };
         }
-        UsageError::Unsupported(_) | UsageError::Die(_) => {
-            let code = if matches!(err, UsageError::Die(_)) { 128 } else { 129 };
-            (code, format!("{err}\n"))
-        }
+        UsageError::Unsupported(_) => (129, format!("{err}\n")),
+        UsageError::Die(_) => (128, format!("{err}\n")),
         UsageError::Usage => (129, args::USAGE.to_owned()),
-        UsageError::Short(_) | UsageError::Error(_) => (129, format!("{err}\n")),
-        UsageError::Unknown(_) => (129, format!("{err}\n{}", args::help())),
+        UsageError::UnknownSwitch(_) | UsageError::UnknownOption(_) => (129, format!("{err}\n{}", args::help())),
         UsageError::Fatal(_) => (129, format!("{err}\n\n{}", args::USAGE)),
+        _ => (129, format!("{err}\n")),
     };
-    stderr.message(text.as_bytes());
+    // The option names in the message are the bytes given, not UTF-8 alone.
+    stderr.message(&crate::fatal::message_bytes(&text));
     let first_line = text.lines().next().unwrap_or_default();
     Outcome {
         code,
@@ -283,18 +280,16 @@ fn usage(err: UsageError, io: &Io<'_>) -> Outcome {
 
 /// git's option checks after parsing, in git's order, and the options cat-blobd refuses.
 fn check(args: Args) -> Result<Args, UsageError> {
-    let fatal = |message: String| Err(UsageError::Fatal(message));
+    let fatal = |misuse: Misuse| Err(UsageError::Fatal(misuse));
     match args.filter {
         FilterSpec::None => {}
-        FilterSpec::Run(_) if args.batch.is_none() => {
-            return Err(UsageError::Short("objects filter only supported in batch mode".into()));
-        }
+        FilterSpec::Run(_) if args.batch.is_none() => return Err(UsageError::FilterNeedsBatch),
         FilterSpec::Run(_) => {}
-        FilterSpec::Refused(name) => return Err(UsageError::Short(format!("objects filter not supported: '{name}'"))),
+        FilterSpec::Refused(name) => return Err(UsageError::FilterRefused(name)),
     }
     let transform = matches!(args.mode, Some(CmdMode::Textconv | CmdMode::Filters));
     if args.path.is_some() && !transform {
-        return fatal("'--path=<path|tree-ish>' needs '--filters' or '--textconv'".into());
+        return fatal(Misuse::PathNeedsTransform);
     }
     if args.batch.is_none() {
         let needs_batch = [
@@ -305,30 +300,28 @@ fn check(args: Args) -> Result<Args, UsageError> {
             (args.nul, "-Z"),
         ];
         if let Some((_, flag)) = needs_batch.iter().find(|(set, _)| *set) {
-            return fatal(format!("'{flag}' requires a batch mode"));
+            return fatal(Misuse::RequiresBatch(flag));
         }
     }
     if args.batch.is_some() {
         let transform_or_all =
             |mode: &CmdMode| matches!(mode, CmdMode::AllObjects | CmdMode::Textconv | CmdMode::Filters);
         if let Some(mode) = args.mode.filter(|mode| !transform_or_all(mode)) {
-            return fatal(format!("'{}' is incompatible with batch mode", mode.flag()));
+            return fatal(Misuse::IncompatibleWithBatch(mode.flag()));
         }
         if !args.rest.is_empty() {
-            return fatal("batch modes take no arguments".into());
+            return fatal(Misuse::BatchTakesNoArguments);
         }
         return refuse_transforms(args);
     }
     let args = match (args.mode, args.rest.len()) {
-        (Some(mode @ (CmdMode::Textconv | CmdMode::Filters)), 0) => {
-            fatal(format!("<rev> required with '{}'", mode.flag()))
-        }
-        (Some(mode), 0) => fatal(format!("<object> required with '{}'", mode.flag())),
+        (Some(mode @ (CmdMode::Textconv | CmdMode::Filters)), 0) => fatal(Misuse::RevRequired(mode.flag())),
+        (Some(mode), 0) => fatal(Misuse::ObjectRequired(mode.flag())),
         (Some(_), 1) => Ok(args),
-        (Some(_), _) => fatal("too many arguments".into()),
+        (Some(_), _) => fatal(Misuse::TooMany),
         (None, 0) => Err(UsageError::Usage),
         (None, 2) => Ok(args),
-        (None, n) => fatal(format!("only two arguments allowed in <type> <object> mode, not {n}")),
+        (None, n) => fatal(Misuse::OnlyTwo(n)),
     }?;
     refuse_transforms(args)
 }
@@ -336,11 +329,8 @@ fn check(args: Args) -> Result<Args, UsageError> {
 /// `--textconv` and `--filters` (with or without `--path`) need a work tree or attributes: once git's own
 /// checks pass, cat-blobd refuses them by name.
 fn refuse_transforms(args: Args) -> Result<Args, UsageError> {
-    let flag = match args.mode {
-        Some(CmdMode::Textconv) => "--textconv",
-        Some(CmdMode::Filters) => "--filters",
-        _ => return Ok(args),
-    };
-    let why = "it needs a work tree or attributes";
-    Err(UsageError::Unsupported(format!("cat-blobd cat-file does not support {flag}: {why}")))
+    match args.mode {
+        Some(mode @ (CmdMode::Textconv | CmdMode::Filters)) => Err(UsageError::Unsupported(mode.flag())),
+        _ => Ok(args),
+    }
 }

@@ -5,11 +5,11 @@ use std::os::unix::ffi::OsStrExt;
 use gix_object::Kind;
 
 use super::args::{Args, CmdMode};
+use super::die::Die;
 use super::mailmap::Mailmap;
 use super::names::{NameError, Names, Resolved};
 use super::output::Output;
 use super::{CatFileError, print_tree};
-use crate::fatal::Bytes;
 use crate::store::{Damage, Data, Info, Object, ObjectId, ReadError};
 
 pub(crate) fn run(
@@ -23,7 +23,7 @@ pub(crate) fn run(
     let id = resolve_or_die(&mut names, name)?.id;
     let store = names.store;
     let info = || -> Result<Info, CatFileError> {
-        store.info(&id, false)?.ok_or_else(|| CatFileError::git("git cat-file: could not get object info"))
+        store.info(&id, false)?.ok_or_else(|| CatFileError::Git(Die::NoObjectInfo))
     };
     if let Err(ReadError { damage: Damage::UnknownType { header_too_long: true, .. }, .. }) = store.info(&id, false)
         && matches!(args.mode, Some(CmdMode::Type | CmdMode::Size | CmdMode::Print))
@@ -32,8 +32,8 @@ pub(crate) fn run(
         let message = format!("error: header for {id} too long, exceeds 32 bytes\n");
         names.messages.write(message.as_bytes());
         return Err(match args.mode {
-            Some(CmdMode::Type | CmdMode::Size) => CatFileError::git("git cat-file: could not get object info"),
-            _ => CatFileError::git(format!("Not a valid object name {}", Bytes(name))),
+            Some(CmdMode::Type | CmdMode::Size) => CatFileError::Git(Die::NoObjectInfo),
+            _ => CatFileError::Git(Die::NotValidName(name.to_vec())),
         });
     }
     match args.mode {
@@ -46,7 +46,7 @@ pub(crate) fn run(
         Some(CmdMode::Print) => {
             // git asks for the type first: an unknown one is fatal before anything is read.
             store.info(&id, false)?;
-            let not_valid = || CatFileError::git(format!("Not a valid object name {}", Bytes(name)));
+            let not_valid = || CatFileError::Git(Die::NotValidName(name.to_vec()));
             let object = store.read(&id, names.resolver)?.ok_or_else(not_valid)?;
             if object.kind == Kind::Tree {
                 let mut listing = Vec::new();
@@ -59,12 +59,11 @@ pub(crate) fn run(
         }
         _ => {
             let wanted = &args.rest[0];
-            let kind = Kind::from_bytes(wanted)
-                .map_err(|_| CatFileError::git(format!("invalid object type \"{}\"", Bytes(wanted))))?;
+            let kind = Kind::from_bytes(wanted).map_err(|_| CatFileError::Git(Die::InvalidType(wanted.to_vec())))?;
             // git asks for the type first: an unknown one is fatal before anything is read.
             store.info(&id, false)?;
-            let data = with_reference(&mut names, id, kind)?
-                .ok_or_else(|| CatFileError::git(format!("git cat-file {}: bad file", Bytes(name))))?;
+            let data =
+                with_reference(&mut names, id, kind)?.ok_or_else(|| CatFileError::Git(Die::BadFile(name.to_vec())))?;
             push_mapped(out, mailmap, kind, data);
         }
     }
@@ -79,10 +78,7 @@ fn mapped_size(
     mailmap: Option<&Mailmap>,
 ) -> Result<u64, CatFileError> {
     let Some(mailmap) = mailmap.filter(|_| matches!(info.kind, Kind::Commit | Kind::Tag)) else { return Ok(info.size) };
-    let object = names
-        .store
-        .read(&id, names.resolver)?
-        .ok_or_else(|| CatFileError::git("git cat-file: could not get object info"))?;
+    let object = names.store.read(&id, names.resolver)?.ok_or_else(|| CatFileError::Git(Die::NoObjectInfo))?;
     Ok(mailmap.apply(object.kind, &object.data).map_or(info.size, |data| data.len() as u64))
 }
 
@@ -100,7 +96,7 @@ fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFil
     if name.starts_with(b":/") {
         // With GET_OID_ONLY_TO_DIE git does not search commit messages: `:/<text>` is an index path that a
         // path starting with '/' never names.
-        return Err(CatFileError::git(format!("Not a valid object name {}", Bytes(name))));
+        return Err(CatFileError::Git(Die::NotValidName(name.to_vec())));
     }
     match names.resolve(name) {
         Ok(resolved) => Ok(resolved),
@@ -108,10 +104,10 @@ fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFil
         Err(NameError::PathMissing { path, rev })
             if std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&path)).is_ok() =>
         {
-            Err(CatFileError::git(format!("path '{}' exists on disk, but not in '{}'", Bytes(&path), Bytes(&rev))))
+            Err(CatFileError::Git(Die::OnDiskNotInRev { path, rev }))
         }
         Err(NameError::NotInIndex(path)) if std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&path)).is_ok() => {
-            Err(CatFileError::git(format!("path '{}' exists on disk, but not in the index", Bytes(&path))))
+            Err(CatFileError::Git(Die::OnDiskNotInIndex(path)))
         }
         Err(
             err @ (NameError::PathMissing { .. }
@@ -125,7 +121,7 @@ fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFil
             | NameError::Tree(_)
             | NameError::Index(_)),
         ) => Err(err.into()),
-        Err(_) => Err(CatFileError::git(format!("Not a valid object name {}", Bytes(name)))),
+        Err(_) => Err(CatFileError::Git(Die::NotValidName(name.to_vec()))),
     }
 }
 

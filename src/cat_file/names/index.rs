@@ -1,9 +1,14 @@
 //! `:<path>` and `:<n>:<path>`: the entry of the index (`$GIT_INDEX_FILE`, else `<git-dir>/index`) at that
 //! path and stage, as git's `get_oid_with_context` finds it. gix-index reads the file (versions 2 to 4, and a
 //! split index with its shared part); like git, the checksum is not verified.
-use std::path::Path;
-
 use gix_hash::ObjectId;
+
+/// The index file `:<path>` reads, and the name git's messages give it (`$GIT_INDEX_FILE` as it was given).
+#[derive(Debug, Clone)]
+pub struct IndexFile {
+    pub path: std::path::PathBuf,
+    pub shown: std::path::PathBuf,
+}
 
 /// What the index says of a path at a stage.
 #[derive(Debug, PartialEq, Eq)]
@@ -21,7 +26,7 @@ pub(crate) enum Entry {
 /// An index file that exists but does not read: git dies.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
-    /// Not `DIRC` (git says `error: bad signature 0x<4 bytes>` first).
+    /// Not `DIRC` (git says `error: bad signature 0x<the 4 bytes as a native u32>` first).
     #[error("index file corrupt")]
     Signature(u32),
     #[error("{}: index file smaller than expected", .0.display())]
@@ -44,18 +49,19 @@ impl IndexError {
 }
 
 /// The entry at `path` and `stage` in the index file `index`.
-pub(crate) fn lookup(index: &Path, hash: gix_hash::Kind, path: &[u8], stage: u8) -> Result<Entry, IndexError> {
+pub(crate) fn lookup(file: &IndexFile, hash: gix_hash::Kind, path: &[u8], stage: u8) -> Result<Entry, IndexError> {
+    let index = file.path.as_path();
     let head = match std::fs::read(index) {
         Ok(data) => data,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Entry::Absent),
-        Err(err) => return Err(IndexError::Read(index.to_owned(), err)),
+        Err(err) => return Err(IndexError::Read(file.shown.clone(), err)),
     };
     // git's own checks first, with its words (gix-index's errors say the same things otherwise).
     if head.len() < 12 + hash.len_in_bytes() {
-        return Err(IndexError::Short(index.to_owned()));
+        return Err(IndexError::Short(file.shown.clone()));
     }
     if &head[..4] != b"DIRC" {
-        return Err(IndexError::Signature(u32::from_be_bytes(head[..4].try_into().expect("four bytes"))));
+        return Err(IndexError::Signature(u32::from_ne_bytes(head[..4].try_into().expect("four bytes"))));
     }
     drop(head);
     let options = gix_index::decode::Options::default();

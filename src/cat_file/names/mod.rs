@@ -18,4 +18,5 @@ mod walk;
 
 pub use error::NameError;
 pub use forms::{Form, refusable};
+pub use index::IndexFile;
 pub use resolve::{Names, Resolved};

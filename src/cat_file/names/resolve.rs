@@ -30,7 +30,7 @@ pub struct Names<'a> {
     pub refs: gix_ref::file::Store,
     pub resolver: &'a mut Resolver,
     /// The index file `:<path>` reads (`$GIT_INDEX_FILE`, else `<git-dir>/index`).
-    pub index_file: std::path::PathBuf,
+    pub index_file: super::IndexFile,
     /// `--follow-symlinks`: `<rev>:<path>` follows symlinks inside the tree.
     pub follow_symlinks: bool,
     /// `extensions.compatObjectFormat` is set: ids of the other hash's length are refused by name.
