@@ -11,7 +11,7 @@ use clap::Parser;
 ///
 /// Reads a fast-import command stream on stdin and writes each response to the cat-blob fd, byte for byte
 /// like `git fast-import --cat-blob-fd=<fd>`.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(
     name = "cat-blobd",
     version,
@@ -244,6 +244,24 @@ pub struct ServeCli {
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     pub log_format: crate::server::log::LogFormat,
 
+    /// Serve every repository under DIR (bare ones, work trees' `.git`, linked worktrees, with alternates under
+    /// DIR), each client's found as git finds it from the client, instead of one repository.
+    #[arg(long, value_name = "DIR", conflicts_with = "git_dir")]
+    pub root: Option<PathBuf>,
+
+    /// With --root: bytes of delta-base caches and mapped pack indexes over all open repositories; past it the
+    /// repositories idle longest are closed.
+    #[arg(long, value_name = "BYTES", default_value = "1g", value_parser = parse_size, requires = "root")]
+    pub memory_budget: u64,
+
+    /// Serve Prometheus metrics at http://ADDR/metrics (a loopback address, e.g. 127.0.0.1:9236).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+
+    /// With --root: repositories open at once; past it the repositories idle longest are closed.
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "root")]
+    pub max_open_repositories: usize,
+
     #[command(flatten)]
     pub stream: Cli,
 }
@@ -281,8 +299,9 @@ pub struct ConnectArgs {
     pub stream: Vec<Vec<u8>>,
 }
 
-/// The word that selects the cat-file front end, after `cat-blobd` or after `cat-blobd connect`'s own flags.
-pub const CAT_FILE: &str = "cat-file";
+/// The word that selects the cat-file front end, after `cat-blobd` or after `cat-blobd connect`'s own flags: the
+/// word a hello's command line starts with for that front end.
+pub use crate::wire::protocol::CAT_FILE;
 
 /// Splits `cat-blobd connect`'s arguments (after the word `connect`). The usual command line (`--socket`, perhaps
 /// `--server-uid`, and git's flags) is read by hand: building clap's parser is most of what `connect` itself costs

@@ -11,6 +11,7 @@
 //! store/         object id -> object bytes     (packs via mmap, loose objects, alternates, delta-base cache)
 //! response/      object bytes -> responses     (response encoding, gathered into one writev by io/)
 //! server/        many streams, one store       (daemon mode over a Unix socket)
+//! wire/          the daemon's socket protocol  (its hello and replies, and the client side: connect, stats)
 //! shim/          the binary run as `git`       (cat-file and fast-import here, the rest to the real git)
 //! config/        git's configuration: the keys cat-blobd reads, `GIT_CONFIG_PARAMETERS` (read and written)
 //! git_compat/    leaf helpers that copy git's C behaviour
@@ -38,3 +39,4 @@ pub mod server;
 pub mod settings;
 pub mod shim;
 pub mod store;
+pub mod wire;

@@ -119,15 +119,8 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> u8 {
     };
     let index_file = std::env::var_os("GIT_INDEX_FILE").filter(|file| !file.is_empty()).map(std::path::PathBuf::from);
     let cat_file_repo = cat_file::Repo {
-        store: &store,
-        git_dir: &repo.git_dir,
-        common_dir: &repo.common_dir,
         index_file: index_file.as_deref(),
-        quote_path: repo.config.quote_path,
-        mailmap: &repo.config.mailmap,
-        compat_object_format: repo.compat_object_format,
-        cache: stream.cache,
-        engine: stream.engine,
+        ..cat_file::Repo::new(&repo, &store, stream.cache, stream.engine)
     };
     let code = cat_file::run(args, &cat_file_repo, cat_file::Io::process(), stdin).code;
     let cache = cat_file_repo.cache;
@@ -148,7 +141,6 @@ fn exit_without_freeing<T>(store_and_cache: T) {
 mod daemon {
     use std::ffi::OsString;
     use std::io::Write;
-    use std::sync::Arc;
 
     use clap::Parser;
 
@@ -156,9 +148,9 @@ mod daemon {
     use cat_blobd::cli::{self, ServeCli, StatsCli};
     use cat_blobd::fatal::print_fatal;
     use cat_blobd::server::log::Value;
-    use cat_blobd::server::protocol::{Reply, SIGPIPE};
-    use cat_blobd::server::{self, Server, ServerConfig, client, shutdown};
+    use cat_blobd::server::{self, RootConfig, Server, ServerConfig, Serving, shutdown};
     use cat_blobd::settings::{self, Assembled, Environment, Use};
+    use cat_blobd::wire::client;
 
     /// `cat-blobd serve`. SIGPIPE is ignored: a client that goes away ends its own stream with EPIPE, never the
     /// daemon. SIGTERM, SIGINT, SIGHUP and SIGQUIT are blocked before any thread
@@ -183,11 +175,23 @@ mod daemon {
     }
 
     fn serve(args: ServeCli) -> anyhow::Result<()> {
-        let Assembled { repo, store, stream: mut session } =
-            settings::assemble(&args.stream, &Environment::from_process(), Use::Daemon)?;
-        if !args.allow_writes {
-            session.write_through = None;
-        }
+        let serving = match &args.root {
+            Some(dir) => Serving::Root(RootConfig {
+                dir: dir.clone(),
+                cli: args.stream.clone(),
+                allow_writes: args.allow_writes,
+                memory_budget: args.memory_budget,
+                max_open_repositories: args.max_open_repositories,
+            }),
+            None => {
+                let Assembled { repo, store, stream: mut session } =
+                    settings::assemble(&args.stream, &Environment::from_process(), Use::Daemon)?;
+                if !args.allow_writes {
+                    session.write_through = None;
+                }
+                Serving::One { repo, store, session }
+            }
+        };
         let config = ServerConfig {
             socket: args.socket,
             socket_mode: args.socket_mode,
@@ -201,11 +205,11 @@ mod daemon {
             max_stream_blobs_total: args.max_stream_blobs_total,
             max_spill_bytes_total: args.max_spill_bytes_total,
             log_format: args.log_format,
-            session,
-            repo,
+            serving,
+            metrics: args.metrics,
         };
         server::raise_fd_limit();
-        let server = Server::bind(config, Arc::new(store))?;
+        let server = Server::bind(config)?;
         let log = server.logger();
         shutdown::spawn_signal_thread(server.shutdown_handle(), move |signal| {
             log.log("signal", &[("signal", Value::Str(signal))]);
@@ -221,21 +225,8 @@ mod daemon {
             Err(err) => return usage_error(err),
         };
         match client::connect(&args.cli.socket, args.cli.server_uid, args.stream) {
-            Ok(Reply::Exit(status)) => status,
-            Ok(Reply::Signal(signal)) => {
-                if signal == SIGPIPE {
-                    // SIGPIPE's default action was restored at start: this ends the process.
-                    let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::PIPE);
-                }
-                128u8.saturating_add(u8::try_from(signal).unwrap_or(0))
-            }
-            Ok(Reply::Fatal(text)) => {
-                let mut line = b"fatal: ".to_vec();
-                line.extend_from_slice(&text);
-                line.push(b'\n');
-                let _ = std::io::stderr().write_all(&line);
-                128
-            }
+            // SIGPIPE's default action was restored at start: a stream that died of it ends this process too.
+            Ok(reply) => client::exit_status(reply),
             Err(err) => {
                 print_fatal(&err.to_string());
                 128

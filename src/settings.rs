@@ -50,7 +50,16 @@ pub struct Assembled {
 
 /// Assembles [`Assembled`] from cat-blobd's own flags and `env`.
 pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<Assembled, SettingsError> {
-    let repo = repository(cli, env, usage)?;
+    assemble_for(repository(cli, env, usage)?, cli, env, usage)
+}
+
+/// [`assemble`] for `repo`, found elsewhere (a `--root` daemon finds each client's).
+pub fn assemble_for(
+    repo: Repository,
+    cli: &cli::Cli,
+    env: &Environment,
+    usage: Use,
+) -> Result<Assembled, SettingsError> {
     let replacements = if repo.config.use_replace_refs && !env.no_replace_objects {
         // Ref names are UTF-8 here: a base that is not names no ref, and git's default applies.
         let base = env.replace_ref_base.as_ref().and_then(|base| base.to_str()).unwrap_or("refs/replace/");

@@ -198,10 +198,11 @@ fn server_a_connect_clients_directory_does_not_outlive_its_stream() {
     let input = daemon_dir.path().join("stream");
     std::fs::write(&input, stream).unwrap();
     let input = std::fs::File::open(&input).unwrap();
-    let hello = cat_blobd::server::protocol::Hello {
+    let hello = cat_blobd::wire::protocol::Hello {
         fd_numbers: vec![0],
         umask: 0o022,
         args: vec![b"--export-marks=second.marks".to_vec()],
+        env: Vec::new(),
     };
     let conn = UnixStream::connect(&socket).expect("connect to the daemon");
     let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
@@ -467,7 +468,7 @@ fn server_replaces_a_stale_socket_but_never_steals_a_live_one() {
 }
 
 /// Another uid is refused unless listed with --allow-uid, and even then may not name files. Needs root to run a
-/// client as another user; the admission check itself is unit-tested in `server::peer`.
+/// client as another user; the admission check itself is unit-tested in `server::access`.
 #[test]
 #[ignore = "needs root: .ci/run runs it with --ignored"]
 fn server_refuses_other_uids_unless_allowed() {

@@ -23,6 +23,7 @@ mod scale;
 mod server;
 mod server_cat_file;
 mod server_hardening;
+mod server_root;
 mod shim;
 mod util;
 mod write_through;

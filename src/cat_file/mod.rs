@@ -23,6 +23,7 @@ use std::sync::atomic::Ordering;
 
 use crate::engine::{EngineConfig, EngineError, LiveCounters};
 use crate::fatal::fatal_line;
+use crate::repo::Repository;
 use crate::store::cache::SharedCache;
 use crate::store::{ReadError, Resolver, Store};
 use args::{Args, CmdMode, Misuse, UsageError};
@@ -48,6 +49,24 @@ pub struct Repo<'a> {
     pub cache: SharedCache,
     /// The engine that answers batches: resolver threads, window.
     pub engine: EngineConfig,
+}
+
+impl<'a> Repo<'a> {
+    /// `repo`'s objects in `store`, read with `cache` by `engine`, with the default index file: the one place
+    /// that says which of the repository's facts `cat-file` uses.
+    pub fn new(repo: &'a Repository, store: &'a Store, cache: SharedCache, engine: EngineConfig) -> Repo<'a> {
+        Repo {
+            store,
+            git_dir: &repo.git_dir,
+            common_dir: &repo.common_dir,
+            index_file: None,
+            quote_path: repo.config.quote_path,
+            mailmap: &repo.config.mailmap,
+            compat_object_format: repo.compat_object_format,
+            cache,
+            engine,
+        }
+    }
 }
 
 /// Where one run of `cat-file` writes, and what it answers to besides its input: this process's stdout and stderr

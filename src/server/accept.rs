@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use super::State;
 use super::connection::{Connection, Handle};
 use super::log::Value;
-use super::peer::Peer;
-use super::protocol::Reply;
 use super::stats::add;
 use super::workers::{IDLE_LIFETIME, Workers};
+use crate::wire::peer::Peer;
+use crate::wire::protocol::Reply;
 
 /// At most one line per period for each rate-limited event.
 const LOG_PERIOD: Duration = Duration::from_secs(1);

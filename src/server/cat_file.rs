@@ -2,8 +2,9 @@
 //! store, delta-base cache and engine settings, ending as a fast-import stream ends (status, log line, stats).
 //!
 //! As for fast-import streams, the daemon's environment and configuration hold (`GIT_NO_REPLACE_OBJECTS`,
-//! `GIT_REPLACE_REF_BASE`, `core.quotePath`, …): the store and its replace refs are read once, when the daemon
-//! starts, and a client's environment never reaches the daemon.
+//! `GIT_REPLACE_REF_BASE`, `core.quotePath`, …) for a single-repository daemon: the store and its replace refs are
+//! read once, when the daemon starts. A `--root` daemon opens each client's repository with the client's
+//! variables that select it and its objects (see [`crate::wire::protocol::CLIENT_ENV`]).
 use std::ffi::OsString;
 use std::io::Read;
 use std::os::fd::BorrowedFd;
@@ -11,6 +12,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::sync::Arc;
 
 use super::State;
+use super::repos::Served;
 use super::shutdown::{Cancel, CancelReason};
 use crate::cat_file::{self, Io};
 use crate::fast_import::{Exit, Outcome, Stats};
@@ -19,24 +21,16 @@ use crate::fast_import::{Exit, Outcome, Stats};
 /// `--batch-all-objects`, which reads no input, stops when `cancel` says so, as reading the input would.
 pub(super) fn run(
     state: &State,
+    served: &Served,
     args: Vec<Vec<u8>>,
     input: impl Read,
     stdout: Option<BorrowedFd<'_>>,
     stderr: BorrowedFd<'_>,
     cancel: &Cancel,
 ) -> Outcome {
-    let repo = cat_file::Repo {
-        store: &state.store,
-        git_dir: &state.repo.git_dir,
-        common_dir: &state.repo.common_dir,
-        // A client's environment stays with it: the shim does not send a `GIT_INDEX_FILE` here.
-        index_file: None,
-        quote_path: state.repo.config.quote_path,
-        mailmap: &state.repo.config.mailmap,
-        compat_object_format: state.repo.compat_object_format,
-        cache: state.cache.clone(),
-        engine: state.session.engine,
-    };
+    let session = served.session();
+    // A client's environment stays with it: the shim does not send a `GIT_INDEX_FILE` here.
+    let repo = cat_file::Repo::new(served.repo(), served.store(), session.cache.clone(), session.engine);
     let interrupted = || cancel.reason().map(CancelReason::message);
     let live = Some(Arc::clone(&state.counters.work));
     let io = Io { stdout, stderr: Some(stderr), live, interrupted: Some(&interrupted) };

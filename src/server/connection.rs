@@ -1,5 +1,5 @@
 //! One connection on its own thread: check the peer's uid, tell from the first bytes what the connection is (see
-//! [`protocol`](super::protocol)), run its stream on the shared store — a plain stream on the socket itself, a
+//! [`protocol`](crate::wire::protocol)), run its stream on the shared store — a plain stream on the socket itself, a
 //! `connect` client's stream straight on the fds it passed — and log one line when it ends.
 //!
 //! A `connect` stream's messages (`fatal:`, `error:`, `warning:`, `--stats`) reach the client's stderr through a
@@ -23,16 +23,17 @@ use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, ReturnFl
 
 use super::State;
 use super::log::Value;
-use super::peer::Peer;
-use super::protocol::{
-    self, CONNECT_MAGIC, CWD_FD, Hello, HelloParser, Kind, MAX_FDS, ProtocolError, Reply, STATS_MAGIC,
-};
 use super::relay::StderrRelay;
+use super::repos::{Refusal, Served};
 use super::shutdown::{Cancel, CancelReason, CancellableInput};
 use super::slots::NoSlot;
 use super::stats::add;
 use crate::fast_import::{self, Exit, Outcome, StreamIo};
 use crate::fatal::Bytes;
+use crate::wire::peer::Peer;
+use crate::wire::protocol::{
+    self, CONNECT_MAGIC, CWD_FD, Hello, HelloParser, Kind, MAX_FDS, ProtocolError, Reply, STATS_MAGIC,
+};
 
 /// How long closing a plain connection waits for the client to stop sending (so that it reads every response
 /// and then a clean end of file, not a reset), and how long a reply may wait for room in the socket buffer.
@@ -107,11 +108,13 @@ struct Record {
     requests: u64,
     bytes: u64,
     error: Option<String>,
+    /// The repository a `--root` daemon served the stream from.
+    repository: Option<String>,
 }
 
 impl Record {
     fn refused(kind: &'static str, error: String) -> Record {
-        Record { kind, outcome: "refused", exit: None, requests: 0, bytes: 0, error: Some(error) }
+        Record { kind, outcome: "refused", exit: None, requests: 0, bytes: 0, error: Some(error), repository: None }
     }
 
     fn stream(kind: &'static str, outcome: &Outcome, cancel: Option<CancelReason>, broken_pipe: bool) -> Record {
@@ -131,12 +134,13 @@ impl Record {
             requests: outcome.stats.requests,
             bytes: outcome.stats.bytes,
             error: outcome.fatal.clone(),
+            repository: None,
         }
     }
 
     fn panicked(kind: &'static str) -> Record {
         let error = Some("internal error: the stream's thread panicked".to_owned());
-        Record { kind, outcome: "panic", exit: Some(128), requests: 0, bytes: 0, error }
+        Record { kind, outcome: "panic", exit: Some(128), requests: 0, bytes: 0, error, repository: None }
     }
 }
 
@@ -217,6 +221,9 @@ impl Connection {
         }
         if let Some(error) = &record.error {
             fields.push(("error", Value::Str(error)));
+        }
+        if let Some(repository) = &record.repository {
+            fields.push(("repository", Value::Str(repository)));
         }
         self.state.log.log("connection", &fields);
     }
@@ -318,10 +325,15 @@ impl Connection {
             let _ = self.stream.shutdown(Direction::Both);
         }
         let state = &self.state;
+        let Some(served) = state.repos.for_plain() else {
+            let message = "a --root daemon serves `cat-blobd connect` clients only: a plain stream names no repository";
+            self.refuse(message);
+            return Record::refused("plain", message.to_owned());
+        };
         let result = catch_unwind(AssertUnwindSafe(|| {
             let input = io::Cursor::new(prefix).chain(CancellableInput::new(self.stream.as_fd(), &self.handle.cancel));
             let io = StreamIo { stdout: Some(self.stream.as_fd()), stderr: None, passed_fds: Some(Vec::new()) };
-            fast_import::run(input, io, &state.store, state.session_config(self.peer.uid, Vec::new()))
+            fast_import::run(input, io, served.store(), state.session_config(&served, self.peer.uid, Vec::new()))
         }));
         self.close_plain();
         match result {
@@ -379,6 +391,19 @@ impl Connection {
                 passed.push((*number, fd));
             }
         }
+        let served = match state.repos.for_client(&hello, cwd.as_ref(), self.peer, state.access.server_uid) {
+            Ok(served) => served,
+            Err(refusal) => {
+                let message = refusal.to_string();
+                let bytes = crate::fatal::message_bytes(&message);
+                self.reply(&match refusal {
+                    Refusal::Elsewhere(_) => Reply::Elsewhere(bytes),
+                    Refusal::Fatal(_) => Reply::Fatal(bytes),
+                });
+                return Record::refused(kind, message);
+            }
+        };
+        let served = &served;
         let find = |number: i32| passed.iter().find(|(n, _)| *n == number).map(|(_, fd)| fd.as_fd());
         let Some(stdin) = find(0) else {
             // What `cat-blobd` itself says when its stdin is not open.
@@ -400,18 +425,23 @@ impl Connection {
         let (stdout, passed_fds) = (find(1), passed.iter().map(|(n, fd)| (*n, fd.as_fd())).collect());
         let result = std::thread::scope(|scope| {
             let session = scope.spawn(move || {
-                // This thread's (and its helpers'), never the connection thread's: that one runs more connections.
-                if let Err(err) = enter_client_context(cwd.as_ref().map(AsFd::as_fd), hello.umask) {
-                    return Err(format!("cannot enter the client's working directory: {err}"));
+                // The client's working directory and umask, so that relative marks paths mean what they mean in its
+                // own directory and the files its stream writes get the modes they would get from `cat-blobd` run
+                // there. This thread's (and its helpers'), never the connection thread's: that one runs more
+                // connections.
+                if let Err(err) = super::thread_fs::enter(hello.umask, cwd.as_ref().map(AsFd::as_fd)) {
+                    return Err(format!("cannot enter the client's working directory: {}", io::Error::from(err)));
                 }
                 let input = CancellableInput::new(stdin, cancel);
                 let outcome = match cat_file {
-                    Some(args) => super::cat_file::run(state, args, input, stdout, relay_write.as_fd(), cancel),
+                    Some(args) => super::cat_file::run(state, served, args, input, stdout, relay_write.as_fd(), cancel),
                     None => {
                         let io = StreamIo { stdout, stderr: Some(relay_write.as_fd()), passed_fds: Some(passed_fds) };
-                        fast_import::run(input, io, &state.store, state.session_config(self.peer.uid, hello.args))
+                        let config = state.session_config(served, self.peer.uid, hello.args);
+                        fast_import::run(input, io, served.store(), config)
                     }
                 };
+                served.count(outcome.stats.requests, outcome.stats.bytes);
                 drop(relay_write);
                 Ok(outcome)
             });
@@ -435,15 +465,19 @@ impl Connection {
         // Close every passed fd before the reply: the frontend sees end of file no later than `connect` exits.
         drop(passed);
         self.reply(&if broken_pipe { Reply::Signal(protocol::SIGPIPE) } else { Reply::Exit(outcome.code()) });
-        Record::stream(kind, &outcome, cancel.reason(), broken_pipe)
+        let mut record = Record::stream(kind, &outcome, cancel.reason(), broken_pipe);
+        if matches!(served, Served::Root(_)) {
+            record.repository = Some(served.repo().git_dir.display().to_string());
+        }
+        record
     }
 
     fn stats(&self) -> Record {
         let state = &self.state;
-        let text = state.counters.render(&state.cache, &state.store, state.started.elapsed(), state.log.dropped());
+        let text = state.counters.render(&state.repos, state.started.elapsed(), state.log.dropped());
         let _ = self.stream.set_write_timeout(Some(LINGER));
         let _ = (&*self.stream).write_all(text.as_bytes());
-        Record { kind: "stats", outcome: "ok", exit: None, requests: 0, bytes: 0, error: None }
+        Record { kind: "stats", outcome: "ok", exit: None, requests: 0, bytes: 0, error: None, repository: None }
     }
 
     /// Tells the client why it is refused, then closes like a plain stream.
@@ -457,21 +491,6 @@ impl Connection {
         let _ = self.stream.set_write_timeout(Some(LINGER));
         let _ = (&*self.stream).write_all(&reply.encode());
     }
-}
-
-/// Makes `dir` the working directory and `umask` the umask of this thread (and of the threads it starts), not of
-/// the process: relative marks paths of a `connect` client then mean what they mean in its own directory, and the
-/// files its stream writes get the modes they would get from `cat-blobd` run there.
-#[allow(unsafe_code)]
-fn enter_client_context(dir: Option<BorrowedFd<'_>>, umask: u32) -> io::Result<()> {
-    // SAFETY: with CLONE_FS only, unshare gives this thread its own working directory, root and umask. It does not
-    // touch the fd table (CLONE_FILES is what `unshare_unsafe` is unsafe for), so every fd stays valid everywhere.
-    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS)? };
-    rustix::process::umask(rustix::fs::Mode::from_raw_mode(umask & 0o777));
-    if let Some(dir) = dir {
-        rustix::process::fchdir(dir)?;
-    }
-    Ok(())
 }
 
 /// Relays the session's messages from `relay` to the client's stderr until the session closes its end, and

@@ -133,17 +133,13 @@ fn lock(path: &Path) -> Result<fs::File, ListenError> {
     }
 }
 
-/// `bind` on a thread whose umask is 0 (its own, after `unshare(CLONE_FS)`), so that the socket file gets exactly
-/// the mode of the socket inode; the process's umask is left alone.
-#[allow(unsafe_code)]
+/// `bind` on a thread whose umask is 0 (its own, see [`thread_fs`](super::thread_fs)), so that the socket file gets
+/// exactly the mode of the socket inode; the process's umask is left alone.
 fn bind_without_umask(socket: &OwnedFd, address: &SocketAddrUnix) -> Result<(), Errno> {
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
-                // SAFETY: with CLONE_FS only, unshare gives this thread its own working directory, root and umask; it
-                // does not touch the fd table, so every fd stays valid everywhere.
-                unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FS)? };
-                rustix::process::umask(Mode::empty());
+                super::thread_fs::enter(0, None)?;
                 rustix::net::bind(socket, address)
             })
             .join()

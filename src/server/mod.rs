@@ -15,7 +15,7 @@
 //!                 resolver and writer threads; a stalled client only ever blocks its own threads
 //! ```
 //!
-//! How the two kinds of clients talk to the server is in [`protocol`]. On a shutdown request the server stops
+//! How the two kinds of clients talk to the server is in [`crate::wire::protocol`]. On a shutdown request the server stops
 //! accepting, answers the clients still in the backlog and those without a stream yet `fatal: … shutting down`,
 //! removes its socket file, lets open streams finish for the grace period (a second request ends it early), then
 //! cuts the rest ([`connection::Handle::cut`]), waits briefly for them to log, waits for every marks export in
@@ -24,17 +24,19 @@
 //! SIGPIPE: `main` has the daemon ignore it (and restores the default action in the other modes), so a client that
 //! goes away ends its own stream with EPIPE, never the daemon.
 mod accept;
+mod access;
 mod cat_file;
-pub mod client;
 mod connection;
 pub(crate) mod listener;
 pub mod log;
-pub(crate) mod peer;
-pub mod protocol;
+mod metrics;
 mod relay;
+mod repos;
+mod root;
 pub mod shutdown;
 mod slots;
 mod stats;
+mod thread_fs;
 mod workers;
 
 use std::collections::HashMap;
@@ -53,12 +55,12 @@ use crate::fast_import::marks::EXPORTS;
 use crate::quota::Limit;
 use crate::repo::Repository;
 use crate::store::Store;
-use crate::store::cache::SharedCache;
 use accept::Acceptor;
+use access::Access;
 use connection::Handle;
 use listener::{ListenError, SocketFile};
 use log::{LogFormat, Logger, Value};
-use peer::Access;
+use repos::{OneRepo, Repos, Served};
 use shutdown::{Notifier, Shutdown};
 use slots::Slots;
 use stats::Counters;
@@ -78,10 +80,17 @@ pub enum ServerError {
     Setup(#[source] io::Error),
     #[error("the accept loop failed: {0}")]
     Poll(#[source] io::Error),
+    #[error(transparent)]
+    Metrics(#[from] metrics::MetricsError),
+    #[error("cannot serve the root {}: {source}", path.display())]
+    Root {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 /// How the daemon runs.
-#[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub socket: PathBuf,
     /// Permissions of the socket file (0600 by default: only the daemon's uid can even connect).
@@ -104,19 +113,52 @@ pub struct ServerConfig {
     pub max_stream_blobs_total: u64,
     pub max_spill_bytes_total: u64,
     pub log_format: LogFormat,
-    /// The settings of every stream. `shared_cache` is the delta-base cache all connections share (one of
-    /// `delta_cache_size` bytes is made if it is `None`); `fast_import_args` are replaced by each client's flags.
-    pub session: SessionConfig,
-    /// The repository, for the cat-file front end's references and settings.
-    pub repo: Repository,
+    /// What is served: one repository, or every one under a root.
+    pub serving: Serving,
+    /// Where to serve Prometheus metrics (`/metrics`), a loopback address.
+    pub metrics: Option<std::net::SocketAddr>,
+}
+
+/// What a daemon serves.
+// Made once, when the daemon starts: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum Serving {
+    /// `serve --git-dir` (or the repository found from the daemon's environment and directory).
+    One {
+        /// The repository, for the cat-file front end's references and settings.
+        repo: Repository,
+        store: Store,
+        /// The settings of every stream, with the delta-base cache all connections share; `fast_import_args`
+        /// are replaced by each client's flags.
+        session: SessionConfig,
+    },
+    /// `serve --root DIR`: each client's repository under `DIR`.
+    Root(RootConfig),
+}
+
+/// How a `--root` daemon serves its repositories.
+#[derive(Debug)]
+pub struct RootConfig {
+    pub dir: PathBuf,
+    /// cat-blobd's own settings, for every repository opened.
+    pub cli: crate::cli::Cli,
+    /// `--allow-writes`: write-through for clients of the daemon's uid.
+    pub allow_writes: bool,
+    pub memory_budget: u64,
+    pub max_open_repositories: usize,
+}
+
+/// The shared caps every stream of the daemon counts against.
+struct SharedLimits {
+    marks: Limit,
+    stream_blobs: Option<(Arc<AtomicU64>, u64)>,
+    spill_bytes: Option<(Arc<AtomicU64>, u64)>,
 }
 
 /// What every connection thread shares.
 pub(crate) struct State {
-    store: Arc<Store>,
-    cache: SharedCache,
-    session: SessionConfig,
-    repo: Repository,
+    repos: Repos,
+    limits: SharedLimits,
     access: Access,
     counters: Counters,
     log: Logger,
@@ -139,22 +181,28 @@ impl State {
         self.registry().len()
     }
 
-    /// The settings for one stream of a client of `uid`, with the client's fast-import flags.
-    fn session_config(&self, uid: u32, args: Vec<Vec<u8>>) -> SessionConfig {
-        SessionConfig {
+    /// The settings for one stream from `served` of a client of `uid`, with the client's fast-import flags.
+    fn session_config(&self, served: &Served, uid: u32, args: Vec<Vec<u8>>) -> SessionConfig {
+        let base = served.session();
+        let mut config = SessionConfig {
             fast_import_args: args,
             may_name_files: self.access.may_name_files(uid),
             // git would write with the daemon's rights: only for its own uid.
-            write_through: self.session.write_through.clone().filter(|_| uid == self.access.server_uid),
+            write_through: base.write_through.clone().filter(|_| uid == self.access.server_uid),
             live: Some(Arc::clone(&self.counters.work)),
-            ..self.session.clone()
-        }
+            mark_limits: self.limits.marks.clone(),
+            ..base.clone()
+        };
+        config.stream_blob_limits.count.shared = self.limits.stream_blobs.clone();
+        config.stream_blob_limits.spill_bytes.shared = self.limits.spill_bytes.clone();
+        config
     }
 }
 
 /// A bound daemon, ready to [`run`](Server::run).
 pub struct Server {
     listener: UnixListener,
+    metrics: Option<std::net::TcpListener>,
     socket: SocketFile,
     state: Arc<State>,
     shutdown: Shutdown,
@@ -164,22 +212,35 @@ pub struct Server {
 
 impl Server {
     /// Binds the socket (see [`listener::bind`]); nothing is accepted before [`Server::run`].
-    pub fn bind(mut config: ServerConfig, store: Arc<Store>) -> Result<Server, ServerError> {
-        let cache = config.session.cache.clone();
+    pub fn bind(config: ServerConfig) -> Result<Server, ServerError> {
         let counters = Counters::default();
         let shared = |held: &Arc<AtomicU64>, most: u64| Some((Arc::clone(held), most));
-        config.session.mark_limits =
-            Limit { per_stream: Some(config.max_marks), shared: shared(&counters.marks_held, config.max_marks_total) };
-        let blobs = &mut config.session.stream_blob_limits;
-        blobs.count.shared = shared(&counters.stream_blobs_held, config.max_stream_blobs_total);
-        blobs.spill_bytes.shared = shared(&counters.spill_bytes_held, config.max_spill_bytes_total);
-        let (listener, socket) = listener::bind(&config.socket, config.socket_mode)?;
+        let limits = SharedLimits {
+            marks: Limit {
+                per_stream: Some(config.max_marks),
+                shared: shared(&counters.marks_held, config.max_marks_total),
+            },
+            stream_blobs: shared(&counters.stream_blobs_held, config.max_stream_blobs_total),
+            spill_bytes: shared(&counters.spill_bytes_held, config.max_spill_bytes_total),
+        };
         let max_connections = config.max_connections.max(1);
+        let repos = match config.serving {
+            Serving::One { repo, store, session } => Repos::One(Arc::new(OneRepo { repo, store, session })),
+            Serving::Root(root) => {
+                let dir = root::Root::open(&root.dir).map_err(|source| ServerError::Root { path: root.dir, source })?;
+                let limits = root::PoolLimits {
+                    memory_budget: root.memory_budget,
+                    max_open: root.max_open_repositories.max(1),
+                    max_connections,
+                };
+                Repos::Root(Box::new(root::Pool::new(dir, root.cli, root.allow_writes, limits)))
+            }
+        };
+        let metrics = config.metrics.map(metrics::bind).transpose()?;
+        let (listener, socket) = listener::bind(&config.socket, config.socket_mode)?;
         let state = State {
-            store,
-            cache,
-            session: config.session,
-            repo: config.repo,
+            repos,
+            limits,
             access: Access::for_this_process(config.allow_uids),
             counters,
             log: Logger::new(config.log_format).map_err(ServerError::Setup)?,
@@ -192,6 +253,7 @@ impl Server {
         };
         Ok(Server {
             listener,
+            metrics,
             socket,
             state: Arc::new(state),
             shutdown: Shutdown::new().map_err(ServerError::Setup)?,
@@ -214,13 +276,19 @@ impl Server {
     /// end with the process), never while a marks file is being written.
     pub fn run(mut self) -> Result<(), ServerError> {
         let state = Arc::clone(&self.state);
+        // Before `listening`: whoever waits for that finds the address here.
+        if let Some(metrics) = self.metrics.take() {
+            let addr = metrics.local_addr().map_err(ServerError::Setup)?.to_string();
+            state.log.log("metrics", &[("address", Value::Str(&addr))]);
+            metrics::spawn(metrics, Arc::clone(&state)).map_err(ServerError::Setup)?;
+        }
         state.log.log(
             "listening",
             &[
                 ("socket", Value::Str(&self.socket.path().display().to_string())),
                 ("pid", Value::U64(u64::from(std::process::id()))),
                 ("max_connections", Value::U64(self.max_connections as u64)),
-                ("packs_mapped", Value::U64(state.store.pack_count() as u64)),
+                ("packs_mapped", Value::U64(state.repos.pack_count() as u64)),
             ],
         );
         let mut acceptor = Acceptor::new(&self.listener, Arc::clone(&state));

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use crate::engine::LiveCounters;
 
-use crate::store::Store;
-use crate::store::cache::SharedCache;
+use super::repos::Repos;
+use super::root::Pool;
+use crate::git_compat::quote::quote_c_style;
 
 #[derive(Debug, Default)]
 pub(super) struct Counters {
@@ -40,9 +41,18 @@ pub(super) fn add(counter: &AtomicU64, n: u64) {
 
 impl Counters {
     /// The `stats` answer: one `<name> <value>` per line.
-    pub(super) fn render(&self, cache: &SharedCache, store: &Store, uptime: Duration, log_dropped: u64) -> String {
+    pub(super) fn render(&self, repos: &Repos, uptime: Duration, log_dropped: u64) -> String {
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        let (hits, misses) = cache.hit_counts();
+        let (hits, misses, cache_bytes, inflated) = match repos {
+            Repos::One(one) => {
+                let cache = &one.session.cache;
+                let (hits, misses) = cache.hit_counts();
+                (hits, misses, cache.bytes() as u64, cache.inflated_bytes())
+            }
+            Repos::Root(pool) => pool.views().iter().fold((0, 0, pool.usage().1, 0), |sum, view| {
+                (sum.0 + view.cache_hits, sum.1 + view.cache_misses, sum.2, sum.3)
+            }),
+        };
         let ratio = if hits + misses == 0 { 0.0 } else { hits as f64 / (hits + misses) as f64 };
         let mut out = String::new();
         let mut line = |name: &str, value: &dyn std::fmt::Display| {
@@ -61,11 +71,46 @@ impl Counters {
         line("delta_cache_hits", &hits);
         line("delta_cache_misses", &misses);
         line("delta_cache_hit_ratio", &format_args!("{ratio:.4}"));
-        line("delta_cache_bytes", &cache.bytes());
-        line("inflated_bytes", &cache.inflated_bytes());
-        line("packs_mapped", &store.pack_count());
+        line("delta_cache_bytes", &cache_bytes);
+        line("inflated_bytes", &inflated);
+        line("packs_mapped", &repos.pack_count());
         line("log_lines_dropped", &log_dropped);
         line("uptime_seconds", &format_args!("{:.3}", uptime.as_secs_f64()));
+        if let Repos::Root(pool) = repos {
+            render_root(pool, &mut out);
+        }
         out
+    }
+}
+
+/// A `--root` daemon's pool, then one line per repository: `repository <path, C-quoted as git quotes paths> <name>=<value>…`.
+fn render_root(pool: &Pool, out: &mut String) {
+    let (open, memory) = pool.usage();
+    let limits = pool.limits();
+    let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+    let _ = writeln!(out, "repositories_open {open}");
+    let _ = writeln!(out, "repositories_opened_total {}", get(&pool.opened));
+    let _ = writeln!(out, "repositories_evicted_total {}", get(&pool.evicted));
+    let _ = writeln!(out, "max_open_repositories {}", limits.max_open);
+    let _ = writeln!(out, "memory_bytes {memory}");
+    let _ = writeln!(out, "memory_budget_bytes {}", limits.memory_budget);
+    for view in pool.views() {
+        let mut path = Vec::new();
+        quote_c_style(view.git_dir.as_os_str().as_encoded_bytes(), true, &mut path);
+        let stats = &view.stats;
+        let _ = writeln!(
+            out,
+            "repository {} open={} clients={} requests={} bytes={} cache_hits={} cache_misses={} opens={} evictions={}",
+            // Quoted with core.quotePath's rules: ASCII only.
+            path.escape_ascii(),
+            u8::from(view.open),
+            get(&stats.clients),
+            get(&stats.requests),
+            get(&stats.bytes),
+            view.cache_hits,
+            view.cache_misses,
+            get(&stats.opens),
+            get(&stats.evictions),
+        );
     }
 }

@@ -13,8 +13,8 @@ use super::options::Step;
 use super::route::Plan;
 use crate::config::parameters;
 use crate::git_compat::strerror::strerror;
-use crate::server::client::{self, ClientError};
-use crate::server::protocol::{Reply, SIGPIPE};
+use crate::wire::client::{self, ClientError};
+use crate::wire::protocol::Reply;
 
 #[derive(Debug, thiserror::Error)]
 pub(super) enum AnswerError {
@@ -57,9 +57,12 @@ pub(super) fn answer(plan: &Plan) -> Answered {
     if let Some(socket) = std::env::var_os("CAT_BLOBD_SOCKET").filter(|socket| !socket.is_empty() && daemon_can_answer)
     {
         match client::connect(&PathBuf::from(socket), None, stream_args.clone()) {
+            // Not a repository this daemon serves (a `--root` daemon, a repository outside its root): nothing was
+            // touched, the command is answered here.
+            Ok(Reply::Elsewhere(_)) => {}
             Ok(reply) => {
                 super::log("daemon", &plan.words());
-                return Answered::Status(exit_status(reply));
+                return Answered::Status(client::exit_status(reply));
             }
             // No daemon there (or not a socket, or not one this process trusts), and nothing was sent: answer here.
             Err(ClientError::Connect { .. } | ClientError::UntrustedServer { .. }) => {}
@@ -73,27 +76,6 @@ pub(super) fn answer(plan: &Plan) -> Answered {
         .envs(env)
         .exec();
     Answered::Failed(AnswerError::Exec(err))
-}
-
-/// The exit status `cat-blobd connect` gives for the daemon's `reply` (dying of SIGPIPE as the stream did).
-pub(super) fn exit_status(reply: Reply) -> u8 {
-    match reply {
-        Reply::Exit(status) => status,
-        Reply::Signal(signal) => {
-            if signal == SIGPIPE {
-                // SIGPIPE's default action was restored at start: this ends the process.
-                let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::PIPE);
-            }
-            128u8.saturating_add(u8::try_from(signal).unwrap_or(0))
-        }
-        Reply::Fatal(text) => {
-            let mut line = b"fatal: ".to_vec();
-            line.extend_from_slice(&text);
-            line.push(b'\n');
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), &line);
-            128
-        }
-    }
 }
 
 /// Applies `steps` in order: `chdir`s now, and the environment variables they set, returned. `None` (with the

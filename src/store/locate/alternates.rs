@@ -35,19 +35,26 @@ fn add(dir: PathBuf, depth: usize, dirs: &mut Vec<PathBuf>) {
     let Ok(list) = std::fs::read(canonical.join("info").join("alternates")) else {
         return;
     };
-    for line in list.split(|&b| b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.is_empty() || line.starts_with(b"#") {
-            continue;
-        }
-        // A line may be C-quoted (since git 2.11); one that does not unquote is taken as written.
-        let entry = match unquote_c_style(line) {
-            Ok((unquoted, b"")) => unquoted,
-            _ => line.to_vec(),
-        };
+    for entry in entries(&list) {
         // Relative entries are relative to the object directory that names them.
         add(canonical.join(OsStr::from_bytes(&entry)), depth + 1, dirs);
     }
+}
+
+/// The directories an `objects/info/alternates` file lists, as written (relative ones are relative to the object
+/// directory that holds the file).
+pub(crate) fn entries(list: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
+    list.split(|&b| b == b'\n').filter_map(|line| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() || line.starts_with(b"#") {
+            return None;
+        }
+        // A line may be C-quoted (since git 2.11); one that does not unquote is taken as written.
+        Some(match unquote_c_style(line) {
+            Ok((unquoted, b"")) => unquoted,
+            _ => line.to_vec(),
+        })
+    })
 }
 
 #[cfg(test)]

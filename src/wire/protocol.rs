@@ -15,7 +15,7 @@
 //! The connect hello, all integers little-endian, its fds attached (SCM_RIGHTS) to its first piece:
 //!
 //! ```text
-//! "\0cat-blobd connect 2\n"        magic and protocol version
+//! "\0cat-blobd connect 3\n"        magic and protocol version
 //! u8   n                           fds in the SCM_RIGHTS message (n <= MAX_FDS)
 //! n × i32                          what each fd is, in SCM_RIGHTS order: the client's fd number (0 stdin,
 //!                                  1 stdout, 2 stderr, 3.. any other fd the stream may name with
@@ -25,7 +25,12 @@
 //! u32  argc                        the stream's command line (argc <= MAX_ARGS): git fast-import's flags, or
 //!                                  the word `cat-file` and git cat-file's arguments (see below)
 //! argc × (u32 len, len bytes)      each argument, raw bytes (MAX_ARG_BYTES in all)
+//! u32  envc                        the client's environment variables that choose a repository and its objects
+//! envc × (u32 len, len bytes)      (CLIENT_ENV, those set), each `NAME=value`, raw bytes (in MAX_ARG_BYTES too)
 //! ```
+//!
+//! A `--root` daemon finds the client's repository from its working directory and that environment, as git would
+//! find it in the client; a single-repository daemon reads its own repository and ignores them.
 //!
 //! The command line is what would follow `cat-blobd` run directly, without cat-blobd's own flags (the daemon's
 //! hold). A first argument `cat-file` selects the cat-file front end; git fast-import refuses any argument that is
@@ -43,12 +48,17 @@
 //!                       goes away must not kill it), so the client raises it on itself: a shell sees 141.
 //! "fatal: <text>\n"     the daemon refused the connection or could not run the stream (wrong uid, full with
 //!                       --refuse-when-full, a bad hello, shutting down): print the line, exit 128
+//! "elsewhere <text>\n"  a `--root` daemon does not serve the client's repository (outside its root, or not one
+//!                       it may read), before touching any fd: `connect` prints `fatal: <text>` and exits 128;
+//!                       the shim answers the command itself instead
 //! ```
 //!
 //! A refused plain client gets the same `fatal:` line on its connection before it is closed.
 
+use crate::fatal::Bytes;
+
 /// First bytes of a `cat-blobd connect` client.
-pub const CONNECT_MAGIC: &[u8] = b"\0cat-blobd connect 2\n";
+pub const CONNECT_MAGIC: &[u8] = b"\0cat-blobd connect 3\n";
 /// First (and only) bytes of a `cat-blobd stats` client.
 pub const STATS_MAGIC: &[u8] = b"\0cat-blobd stats 1\n";
 /// Most fds one hello may pass: stdin, stdout, stderr, 3..=9, a few named by `--cat-blob-fd`, the cwd.
@@ -59,6 +69,17 @@ pub const MAX_ARGS: usize = 4096;
 pub const MAX_ARG_BYTES: usize = 1 << 20;
 /// The fd number that stands for the client's working directory (an `O_PATH` directory fd).
 pub const CWD_FD: i32 = -1;
+/// The client's environment variables a hello carries: those with which git finds a repository and its objects.
+pub const CLIENT_ENV: [&str; 8] = [
+    "GIT_DIR",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+];
 /// SIGPIPE's number, the one signal a reply may name.
 pub const SIGPIPE: i32 = 13;
 
@@ -78,14 +99,16 @@ pub enum ProtocolError {
     FdCountMismatch { expected: usize, received: usize },
     #[error("the hello carries {0} flags, at most {MAX_ARGS} are allowed")]
     TooManyArgs(u64),
+    #[error("the hello carries {0} environment variables, at most {most} are allowed", most = CLIENT_ENV.len())]
+    TooManyVars(u64),
     #[error("the hello's flags are longer than {MAX_ARG_BYTES} bytes")]
     ArgsTooLong,
     #[error("unexpected bytes after the hello")]
     TrailingBytes,
     #[error("the connection ended in the middle of the hello")]
     Truncated,
-    #[error("the daemon's reply is not understood: {0:?}")]
-    BadReply(String),
+    #[error("the daemon's reply is not understood: {:?}", Bytes(.0))]
+    BadReply(Vec<u8>),
 }
 
 /// What the first bytes of a connection say it is.
@@ -123,11 +146,23 @@ pub struct Hello {
     pub umask: u32,
     /// The stream's command line: git fast-import's flags in order, or `cat-file` and git cat-file's arguments.
     pub args: Vec<Vec<u8>>,
+    /// The client's [`CLIENT_ENV`] variables that are set, each `NAME=value`.
+    pub env: Vec<Vec<u8>>,
 }
+
+impl Hello {
+    /// The value of the client's environment variable `name`, if the hello carries it.
+    pub fn var(&self, name: &str) -> Option<&[u8]> {
+        self.env.iter().find_map(|pair| pair.strip_prefix(name.as_bytes())?.strip_prefix(b"="))
+    }
+}
+
+/// The first word of a command line that selects the cat-file front end (of `cat-blobd`, and of a hello).
+pub const CAT_FILE: &str = "cat-file";
 
 /// Whether a hello's command line asks for the cat-file front end.
 pub fn is_cat_file(args: &[Vec<u8>]) -> bool {
-    args.first().is_some_and(|word| word == crate::cli::CAT_FILE.as_bytes())
+    args.first().is_some_and(|word| word == CAT_FILE.as_bytes())
 }
 
 impl Hello {
@@ -139,10 +174,12 @@ impl Hello {
             out.extend_from_slice(&number.to_le_bytes());
         }
         out.extend_from_slice(&self.umask.to_le_bytes());
-        out.extend_from_slice(&u32::try_from(self.args.len()).expect("few flags").to_le_bytes());
-        for arg in &self.args {
-            out.extend_from_slice(&u32::try_from(arg.len()).expect("short flag").to_le_bytes());
-            out.extend_from_slice(arg);
+        for list in [&self.args, &self.env] {
+            out.extend_from_slice(&u32::try_from(list.len()).expect("few flags").to_le_bytes());
+            for arg in list {
+                out.extend_from_slice(&u32::try_from(arg.len()).expect("short flag").to_le_bytes());
+                out.extend_from_slice(arg);
+            }
         }
         out
     }
@@ -165,7 +202,8 @@ pub struct HelloParser {
     fd_numbers: Vec<i32>,
     umask: u32,
     args: Vec<Vec<u8>>,
-    /// Flag bytes announced so far.
+    env: Vec<Vec<u8>>,
+    /// Flag and variable bytes announced so far.
     arg_bytes: usize,
 }
 
@@ -181,6 +219,10 @@ enum Step {
     ArgLen(u32),
     /// A flag's bytes, with this many flags left (this one included).
     Arg(usize, u32),
+    Envc,
+    /// As `ArgLen` and `Arg`, for the environment variables.
+    VarLen(u32),
+    Var(usize, u32),
 }
 
 impl HelloParser {
@@ -208,23 +250,38 @@ impl HelloParser {
                     }
                     Ok(Step::ArgLen(argc))
                 }),
-                Step::ArgLen(0) => return Ok(Some(self.finish())),
-                Step::ArgLen(left) => cursor.u32().map(|len| {
-                    self.arg_bytes = self.arg_bytes.saturating_add(len as usize);
-                    if self.arg_bytes > MAX_ARG_BYTES {
-                        return Err(ProtocolError::ArgsTooLong);
-                    }
-                    Ok(Step::Arg(len as usize, left))
-                }),
+                Step::ArgLen(0) => Some(Ok(Step::Envc)),
+                Step::ArgLen(left) => cursor.u32().map(|len| self.announce(len).map(|len| Step::Arg(len, left))),
                 Step::Arg(len, left) => cursor.take(len).map(|arg| {
                     self.args.push(arg.to_vec());
                     Ok(Step::ArgLen(left - 1))
+                }),
+                Step::Envc => cursor.u32().map(|envc| {
+                    if envc as usize > CLIENT_ENV.len() {
+                        return Err(ProtocolError::TooManyVars(u64::from(envc)));
+                    }
+                    Ok(Step::VarLen(envc))
+                }),
+                Step::VarLen(0) => return Ok(Some(self.finish())),
+                Step::VarLen(left) => cursor.u32().map(|len| self.announce(len).map(|len| Step::Var(len, left))),
+                Step::Var(len, left) => cursor.take(len).map(|var| {
+                    self.env.push(var.to_vec());
+                    Ok(Step::VarLen(left - 1))
                 }),
             };
             let Some(next) = next else { return Ok(None) };
             self.step = next?;
             self.at = cursor.at;
         }
+    }
+
+    /// Counts a flag or variable of `len` bytes against [`MAX_ARG_BYTES`].
+    fn announce(&mut self, len: u32) -> Result<usize, ProtocolError> {
+        self.arg_bytes = self.arg_bytes.saturating_add(len as usize);
+        if self.arg_bytes > MAX_ARG_BYTES {
+            return Err(ProtocolError::ArgsTooLong);
+        }
+        Ok(len as usize)
     }
 
     fn fd_number(&mut self, number: i32, left: usize) -> Result<Step, ProtocolError> {
@@ -240,6 +297,7 @@ impl HelloParser {
             fd_numbers: std::mem::take(&mut self.fd_numbers),
             umask: self.umask,
             args: std::mem::take(&mut self.args),
+            env: std::mem::take(&mut self.env),
         }
     }
 
@@ -273,6 +331,8 @@ pub enum Reply {
     Signal(i32),
     /// The text after `fatal: `, without the LF.
     Fatal(Vec<u8>),
+    /// Not this daemon's repository (a `--root` daemon's answer before the stream starts): why, without the LF.
+    Elsewhere(Vec<u8>),
 }
 
 impl Reply {
@@ -280,12 +340,8 @@ impl Reply {
         let mut line = match self {
             Reply::Exit(status) => format!("exit {status}").into_bytes(),
             Reply::Signal(signal) => format!("signal {signal}").into_bytes(),
-            Reply::Fatal(text) => {
-                let mut line = b"fatal: ".to_vec();
-                // One line: a LF inside the text would end the reply early.
-                line.extend(text.iter().map(|&b| if b == b'\n' { b' ' } else { b }));
-                line
-            }
+            Reply::Fatal(text) => one_line(b"fatal: ", text),
+            Reply::Elsewhere(text) => one_line(b"elsewhere ", text),
         };
         line.push(b'\n');
         line
@@ -293,10 +349,13 @@ impl Reply {
 
     /// Parses everything the server wrote before closing: exactly one line.
     pub fn decode(bytes: &[u8]) -> Result<Reply, ProtocolError> {
-        let bad = || ProtocolError::BadReply(crate::fatal::Bytes(bytes).to_string());
+        let bad = || ProtocolError::BadReply(bytes.to_vec());
         let line = bytes.strip_suffix(b"\n").filter(|line| !line.contains(&b'\n')).ok_or_else(bad)?;
         if let Some(text) = line.strip_prefix(b"fatal: ") {
             return Ok(Reply::Fatal(text.to_vec()));
+        }
+        if let Some(text) = line.strip_prefix(b"elsewhere ") {
+            return Ok(Reply::Elsewhere(text.to_vec()));
         }
         let text = std::str::from_utf8(line).map_err(|_| bad())?;
         if let Some(status) = text.strip_prefix("exit ") {
@@ -307,6 +366,13 @@ impl Reply {
         }
         Err(bad())
     }
+}
+
+/// `prefix` and `text` as one line: a LF inside the text would end the reply early.
+fn one_line(prefix: &[u8], text: &[u8]) -> Vec<u8> {
+    let mut line = prefix.to_vec();
+    line.extend(text.iter().map(|&b| if b == b'\n' { b' ' } else { b }));
+    line
 }
 
 #[cfg(test)]
@@ -334,7 +400,11 @@ mod tests {
             fd_numbers: vec![0, 1, 2, 3, CWD_FD],
             umask: 0o077,
             args: vec![b"--cat-blob-fd=3".to_vec(), b"--export-marks=\xff".to_vec(), Vec::new()],
+            env: vec![b"GIT_DIR=/srv/\xff.git".to_vec(), b"GIT_NO_REPLACE_OBJECTS=".to_vec()],
         };
+        assert_eq!(hello.var("GIT_DIR"), Some(&b"/srv/\xff.git"[..]));
+        assert_eq!(hello.var("GIT_NO_REPLACE_OBJECTS"), Some(&b""[..]));
+        assert_eq!(hello.var("GIT_COMMON_DIR"), None);
         let bytes = hello.encode();
         assert!(bytes.starts_with(CONNECT_MAGIC));
         let body = &bytes[CONNECT_MAGIC.len()..];
@@ -357,6 +427,8 @@ mod tests {
         assert_eq!(Hello::decode(&many), Err(ProtocolError::TooManyArgs(u64::from(u32::MAX))));
         let long = [&[0u8][..], &0o22u32.to_le_bytes(), &1u32.to_le_bytes(), &u32::MAX.to_le_bytes()].concat();
         assert_eq!(Hello::decode(&long), Err(ProtocolError::ArgsTooLong));
+        let vars = [&[0u8][..], &0o22u32.to_le_bytes(), &0u32.to_le_bytes(), &9u32.to_le_bytes()].concat();
+        assert_eq!(Hello::decode(&vars), Err(ProtocolError::TooManyVars(9)));
     }
 
     /// A 1 MiB hello fed one byte at a time: each call parses only what is new. (Re-parsing from the start on
@@ -364,7 +436,7 @@ mod tests {
     #[test]
     fn a_hello_in_a_million_pieces_is_parsed_in_one_pass() {
         let args: Vec<Vec<u8>> = (0..4000).map(|i| format!("--flag-{i}={}", "x".repeat(240)).into_bytes()).collect();
-        let hello = Hello { fd_numbers: vec![0, 1, 2], umask: 0o027, args };
+        let hello = Hello { fd_numbers: vec![0, 1, 2], umask: 0o027, args, env: Vec::new() };
         let bytes = hello.encode();
         let body = &bytes[CONNECT_MAGIC.len()..];
         assert!(body.len() > 1_000_000);
@@ -378,7 +450,13 @@ mod tests {
 
     #[test]
     fn replies_round_trip() {
-        for reply in [Reply::Exit(0), Reply::Exit(128), Reply::Signal(SIGPIPE), Reply::Fatal(b"no \xff".to_vec())] {
+        for reply in [
+            Reply::Exit(0),
+            Reply::Exit(128),
+            Reply::Signal(SIGPIPE),
+            Reply::Fatal(b"no \xff".to_vec()),
+            Reply::Elsewhere(b"'/x' is outside the root '/srv'".to_vec()),
+        ] {
             assert_eq!(Reply::decode(&reply.encode()), Ok(reply));
         }
         assert_eq!(Reply::Fatal(b"a\nb".to_vec()).encode(), b"fatal: a b\n");
@@ -386,5 +464,7 @@ mod tests {
         assert!(Reply::decode(b"exit 0\nexit 1\n").is_err());
         assert!(Reply::decode(b"exit 300\n").is_err());
         assert!(Reply::decode(b"").is_err());
+        // The reply's bytes are kept as they came, not made into UTF-8.
+        assert_eq!(Reply::decode(b"exit \xff\n"), Err(ProtocolError::BadReply(b"exit \xff\n".to_vec())));
     }
 }

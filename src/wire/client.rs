@@ -3,6 +3,7 @@
 use std::io::{self, IoSlice, Read};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
@@ -10,10 +11,11 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 
+use crate::fatal::Bytes;
 use crate::git_compat::strerror::strerror;
 use crate::git_compat::strtoumax::ulong_arg;
 
-use super::protocol::{CWD_FD, Hello, MAX_FDS, ProtocolError, Reply, STATS_MAGIC};
+use super::protocol::{CLIENT_ENV, CWD_FD, Hello, MAX_FDS, ProtocolError, Reply, SIGPIPE, STATS_MAGIC};
 
 /// The fds `connect` passes when they are open: stdin, stdout and stderr, plus the one a `--cat-blob-fd=` flag
 /// names (a stream cannot name another: git refuses `cat-blob-fd` in `option`/`feature` lines). No other fd of
@@ -42,6 +44,9 @@ pub enum ClientError {
         path.display()
     )]
     UntrustedServer { path: PathBuf, uid: u32, own: u32 },
+    /// The daemon answered `fatal: <message>` where it would have sent its counters.
+    #[error("cannot talk to the cat-blobd daemon at {}: {}", path.display(), Bytes(message))]
+    Refused { path: PathBuf, message: Vec<u8> },
     #[error(transparent)]
     Protocol(#[from] ProtocolError),
 }
@@ -75,7 +80,7 @@ pub fn connect(socket: &Path, server_uid: Option<u32>, args: Vec<Vec<u8>>) -> Re
     let stream =
         UnixStream::connect(socket).map_err(|source| ClientError::Connect { path: socket.to_owned(), source })?;
     check_server(&stream, socket, server_uid)?;
-    let hello = Hello { fd_numbers, umask: current_umask(), args }.encode();
+    let hello = Hello { fd_numbers, umask: current_umask(), args, env: client_env() }.encode();
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     let pushed = control.push(SendAncillaryMessage::ScmRights(&fds));
@@ -90,6 +95,38 @@ pub fn connect(socket: &Path, server_uid: Option<u32>, args: Vec<Vec<u8>>) -> Re
         return Err(ClientError::NoReply(socket.to_owned()));
     }
     Ok(Reply::decode(&reply)?)
+}
+
+/// The exit status `cat-blobd connect` gives for the daemon's `reply`: dies of SIGPIPE as the stream did (SIGPIPE's
+/// default action must be in force), and prints the `fatal:` line of a refusal.
+pub fn exit_status(reply: Reply) -> u8 {
+    match reply {
+        Reply::Exit(status) => status,
+        Reply::Signal(signal) => {
+            if signal == SIGPIPE {
+                let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::PIPE);
+            }
+            128u8.saturating_add(u8::try_from(signal).unwrap_or(0))
+        }
+        Reply::Fatal(text) | Reply::Elsewhere(text) => {
+            let mut line = b"fatal: ".to_vec();
+            line.extend_from_slice(&text);
+            line.push(b'\n');
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), &line);
+            128
+        }
+    }
+}
+
+/// The client's [`CLIENT_ENV`] variables that are set, as a hello carries them.
+fn client_env() -> Vec<Vec<u8>> {
+    CLIENT_ENV
+        .iter()
+        .filter_map(|name| {
+            let value = std::env::var_os(name)?;
+            Some([name.as_bytes(), b"=", value.as_bytes()].concat())
+        })
+        .collect()
 }
 
 /// Checks who listens on `socket` (SO_PEERCRED, recorded by the kernel at `listen`) before handing it anything:
@@ -129,10 +166,8 @@ pub fn stats(socket: &Path) -> Result<Vec<u8>, ClientError> {
         sent.map_err(io_error)?;
     }
     if let Some(text) = answer.strip_prefix(b"fatal: ") {
-        return Err(ClientError::Io {
-            path: socket.to_owned(),
-            source: io::Error::other(String::from_utf8_lossy(text.strip_suffix(b"\n").unwrap_or(text)).into_owned()),
-        });
+        let message = text.strip_suffix(b"\n").unwrap_or(text).to_vec();
+        return Err(ClientError::Refused { path: socket.to_owned(), message });
     }
     Ok(answer)
 }

@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""A forge's storage node (issue 29): many repositories under one root, clients reading them with Zipf-like
+popularity, served two ways side by side in one run:
+
+  pool    what Gitaly's catfile cache does: one `git cat-file --batch-command --buffer` per repository in use,
+          checked out by one connection at a time, at most --pool-max (100) kept, each closed after --ttl (10 s)
+          idle;
+  daemon  one `cat-blobd serve --root`: each connection passes its pipes to it the way `cat-blobd connect` does
+          (the hello and SCM_RIGHTS written here, so neither side pays a process start per connection).
+
+    benches/forge-node.py [--repos 100,1000] [--clients 8] [--connections 400] [--requests 10] [--seed 29]
+                          [--source /work/.mirror/git+git/repo] [--git GIT] [--cat-blobd BIN]
+
+The repositories are hard-linked copies (`cp -al`, so the page cache holds each pack once) of a few sources:
+git.git (--source), and small repositories made here with 1, 3 and 6 packs, one of them with a
+multi-pack-index. Each client thread opens --connections connections in turn, each to a repository drawn with
+Zipf(1.1) popularity (seeded), and sends --requests requests as Gitaly does: `contents <id>` and `info <id>`,
+each followed by `flush`, reading each answer before the next; every fifth connection is a `--batch-check`
+instead. The two ways alternate (which goes first swaps each repository count); each is checked to give the
+same bytes as the other for the first connections.
+
+Reported per way: requests/s, p50 and p99 per request, the most processes alive at once, and memory: the summed
+PSS of every process of that way (so pages shared through the page cache count once), sampled every 0.2 s,
+the peak. Then the ratios daemon / pool.
+"""
+import argparse
+import os
+import random
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+MAGIC = b"\0cat-blobd connect 3\n"
+CWD_FD = -1
+
+
+def sh(*args, cwd=None, stdin=None):
+    return subprocess.run(args, cwd=cwd, check=True, input=stdin, stdout=subprocess.PIPE).stdout
+
+
+def make_sources(git, work, source):
+    """The repositories to copy: git.git, and three small ones with 1, 3 and 6 packs (the last with a midx)."""
+    sources = [source]
+    env = dict(os.environ, GIT_AUTHOR_DATE="1112911993 -0700", GIT_COMMITTER_DATE="1112911993 -0700",
+               GIT_AUTHOR_NAME="A", GIT_AUTHOR_EMAIL="a@example.com", GIT_COMMITTER_NAME="C",
+               GIT_COMMITTER_EMAIL="c@example.com")
+    for packs in (1, 3, 6):
+        repo = os.path.join(work, "sources", "small-%d" % packs)
+        subprocess.run([git, "init", "-q", repo], check=True, env=env)
+        for p in range(packs):
+            for f in range(40):
+                with open(os.path.join(repo, "f%d" % f), "w") as out:
+                    out.write(("pack %d file %d\n" % (p, f)) * (1 + f * 7))
+            subprocess.run([git, "-C", repo, "add", "-A"], check=True, env=env)
+            subprocess.run([git, "-C", repo, "commit", "-qm", "c%d" % p], check=True, env=env)
+            subprocess.run([git, "-C", repo, "repack", "-q", "-d"], check=True, env=env)
+        if packs == 6:
+            subprocess.run([git, "-C", repo, "multi-pack-index", "write"], check=True, env=env)
+        sources.append(os.path.join(repo, ".git"))
+    return sources
+
+
+def sample_ids(git, repo, count, rng):
+    out = sh(git, "--git-dir=" + repo, "cat-file", "--batch-all-objects", "--unordered",
+             "--batch-check=%(objecttype) %(objectname)")
+    ids = [line.split(b" ")[1] for line in out.splitlines() if line.startswith((b"blob ", b"tree ", b"commit "))]
+    rng.shuffle(ids)
+    return ids[:count]
+
+
+def populate(root, sources, n):
+    """n bare repositories under root, hard-linked copies of the sources in turn: (path, source index)."""
+    repos = []
+    for i in range(n):
+        src = i % len(sources)
+        path = os.path.join(root, "@hashed", "%02x" % (i % 256), "%06d.git" % i)
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            subprocess.run(["cp", "-al", sources[src], path], check=True)
+        repos.append((path, src))
+    return repos
+
+
+def zipf_picker(n, rng, s=1.1):
+    weights = [1.0 / (k + 1) ** s for k in range(n)]
+    order = list(range(n))
+    rng.shuffle(order)
+    cum, total = [], 0.0
+    for w in weights:
+        total += w
+        cum.append(total)
+
+    def pick():
+        import bisect
+        return order[bisect.bisect_left(cum, rng.random() * total)]
+    return pick
+
+
+def read_answer(f, check_only):
+    """One answer of cat-file: `<id> <type> <size>\\n[<bytes>\\n]` or `<name> missing\\n`."""
+    header = f.readline()
+    parts = header.split()
+    if check_only or len(parts) != 3:
+        return header
+    return header + f.read(int(parts[2]) + 1)
+
+
+class Pool:
+    """Gitaly's catfile cache, in spirit: processes by repository, one user at a time, LRU past max, TTL."""
+
+    def __init__(self, git, max_kept, ttl):
+        self.git, self.max_kept, self.ttl = git, max_kept, ttl
+        self.lock = threading.Lock()
+        self.idle = {}  # (repo, check) -> list of (proc, last_used)
+        self.alive = set()
+        self.most = 0
+
+    def checkout(self, repo, check):
+        with self.lock:
+            self.expire()
+            procs = self.idle.get((repo, check))
+            if procs:
+                return procs.pop()[0]
+        mode = ["--batch-check"] if check else ["--batch-command", "--buffer"]
+        proc = subprocess.Popen([self.git, "--git-dir=" + repo, "cat-file"] + mode,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        with self.lock:
+            self.alive.add(proc)
+            self.most = max(self.most, len(self.alive))
+        return proc
+
+    def checkin(self, repo, check, proc):
+        with self.lock:
+            self.idle.setdefault((repo, check), []).append((proc, time.monotonic()))
+            kept = sorted(((t, key, p) for key, ps in self.idle.items() for p, t in ps), key=lambda x: x[0])
+            while len(kept) > self.max_kept:
+                _, key, p = kept.pop(0)
+                self.close(key, p)
+
+    def expire(self):
+        now = time.monotonic()
+        for key, ps in list(self.idle.items()):
+            for p, t in list(ps):
+                if now - t > self.ttl:
+                    self.close(key, p)
+
+    def close(self, key, proc):
+        self.idle[key] = [(p, t) for p, t in self.idle[key] if p is not proc]
+        proc.stdin.close()
+        proc.wait()
+        self.alive.discard(proc)
+
+    def pids(self):
+        with self.lock:
+            return [p.pid for p in self.alive]
+
+    def shutdown(self):
+        with self.lock:
+            for key, ps in list(self.idle.items()):
+                for p, _ in list(ps):
+                    self.close(key, p)
+
+
+def connect_daemon(sock_path, repo, check):
+    """A `cat-blobd connect` in Python: our pipes and the repository's directory passed to the daemon."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    cwd = os.open(repo, os.O_PATH | os.O_DIRECTORY)
+    args = [b"cat-file", b"--batch-check"] if check else [b"cat-file", b"--batch-command", b"--buffer"]
+    hello = MAGIC + struct.pack("<B", 4) + struct.pack("<4i", 0, 1, 2, CWD_FD) + struct.pack("<I", 0o022)
+    hello += struct.pack("<I", len(args)) + b"".join(struct.pack("<I", len(a)) + a for a in args)
+    hello += struct.pack("<I", 0)
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    for attempt in range(1000):
+        try:
+            conn.connect(sock_path)
+            break
+        except (ConnectionRefusedError, FileNotFoundError):
+            # The daemon is between creating its socket and listening on it.
+            time.sleep(0.01)
+    socket.send_fds(conn, [hello], [in_r, out_w, 2, cwd])
+    for fd in (in_r, out_w, cwd):
+        os.close(fd)
+    return conn, os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb")
+
+
+def one_connection(way, ctx, repo, ids, check, latencies, outputs):
+    if way == "pool":
+        proc = ctx.checkout(repo, check)
+        stdin, stdout = proc.stdin, proc.stdout
+    else:
+        conn, stdin, stdout = connect_daemon(ctx, repo, check)
+    got = []
+    for i, oid in enumerate(ids):
+        line = oid + b"\n" if check else (b"contents " if i % 2 == 0 else b"info ") + oid + b"\nflush\n"
+        start = time.perf_counter()
+        stdin.write(line)
+        stdin.flush()
+        got.append(read_answer(stdout, check or i % 2 == 1))
+        latencies.append(time.perf_counter() - start)
+    if outputs is not None:
+        outputs.append(b"".join(got))
+    if way == "pool":
+        ctx.checkin(repo, check, proc)
+    else:
+        stdin.close()
+        stdout.read()
+        reply = conn.recv(64)
+        conn.close()
+        assert reply == b"exit 0\n", reply
+
+
+def pss(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/smaps_rollup" % pid) as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+def run_way(way, ctx, repos, ids_by_source, args, seed, pids_of, outputs):
+    latencies, done = [], threading.Event()
+    peak = {"pss": 0, "procs": 0}
+
+    def sample():
+        while not done.wait(0.2):
+            pids = pids_of()
+            peak["pss"] = max(peak["pss"], pss(pids))
+            peak["procs"] = max(peak["procs"], len(pids))
+
+    def client(k):
+        rng = random.Random(seed * 1000 + k)
+        pick = zipf_picker(len(repos), rng)
+        for c in range(args.connections):
+            repo, src = repos[pick()]
+            ids = rng.sample(ids_by_source[src], args.requests)
+            keep = outputs if (k == 0 and c < 5) else None
+            one_connection(way, ctx, repo, ids, c % 5 == 4, latencies, keep)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    start = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(args.clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    latencies.sort()
+    return {
+        "rps": len(latencies) / wall,
+        "p50": latencies[len(latencies) // 2] * 1e3,
+        "p99": latencies[int(len(latencies) * 0.99)] * 1e3,
+        "procs": peak["procs"],
+        "pss": peak["pss"],
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repos", default="100,1000")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--connections", type=int, default=400)
+    ap.add_argument("--requests", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=29)
+    ap.add_argument("--pool-max", type=int, default=100)
+    ap.add_argument("--ttl", type=float, default=10.0)
+    ap.add_argument("--source", default="/work/.mirror/git+git/repo")
+    ap.add_argument("--git", default=shutil.which("git"))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--cat-blobd", default=os.path.join(here, "target", "release", "cat-blobd"))
+    ap.add_argument("--memory-budget", default="1g")
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    work = tempfile.mkdtemp(prefix="cat-blobd-forge-")
+    try:
+        sources = make_sources(args.git, work, args.source)
+        ids_by_source = [sample_ids(args.git, s, 2000, rng) for s in sources]
+        root = os.path.join(work, "root")
+        print("way      repos   req/s     p50_ms   p99_ms   procs  pss_MiB")
+        for r, n in enumerate(int(x) for x in args.repos.split(",")):
+            repos = populate(root, sources, n)
+            results, outputs = {}, {"pool": [], "daemon": []}
+            order = ["pool", "daemon"] if r % 2 == 0 else ["daemon", "pool"]
+            for way in order:
+                if way == "pool":
+                    pool = Pool(args.git, args.pool_max, args.ttl)
+                    results[way] = run_way(way, pool, repos, ids_by_source, args, args.seed + r, pool.pids,
+                                           outputs[way])
+                    pool.shutdown()
+                    results[way]["procs"] = max(results[way]["procs"], pool.most)
+                else:
+                    sock = os.path.join(work, "daemon.sock")
+                    daemon = subprocess.Popen([args.cat_blobd, "serve", "--socket", sock, "--root", root,
+                                               "--memory-budget", args.memory_budget],
+                                              stderr=subprocess.DEVNULL)
+                    while not os.path.exists(sock):
+                        time.sleep(0.01)
+                    results[way] = run_way(way, sock, repos, ids_by_source, args, args.seed + r,
+                                           lambda: [daemon.pid], outputs[way])
+                    daemon.terminate()
+                    daemon.wait()
+            assert outputs["pool"] == outputs["daemon"], "the two ways gave different bytes"
+            for way in ("pool", "daemon"):
+                res = results[way]
+                print("%-7s %6d %8.0f %9.3f %8.3f %7d %8.1f" % (way, n, res["rps"], res["p50"], res["p99"],
+                                                                 res["procs"], res["pss"] / 2**20))
+            p, d = results["pool"], results["daemon"]
+            print("daemon / pool at %d repositories: memory %.2fx, p99 %.2fx, p50 %.2fx, throughput %.2fx"
+                  % (n, d["pss"] / max(p["pss"], 1), d["p99"] / p["p99"], d["p50"] / p["p50"],
+                     d["rps"] / p["rps"]))
+            sys.stdout.flush()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

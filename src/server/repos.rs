@@ -1,0 +1,109 @@
+//! What a daemon serves (one repository, or each client's under a root), and which repository one client's
+//! stream is served from.
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+use super::root::{self, FindError};
+use crate::fast_import::SessionConfig;
+use crate::repo::Repository;
+use crate::settings::SettingsError;
+use crate::store::Store;
+use crate::wire::peer::Peer;
+use crate::wire::protocol::Hello;
+
+/// The repositories a daemon serves.
+pub(crate) enum Repos {
+    One(Arc<OneRepo>),
+    Root(Box<root::Pool>),
+}
+
+/// The repository of a single-repository daemon, and its streams' settings.
+pub(crate) struct OneRepo {
+    pub(super) repo: Repository,
+    pub(super) store: Store,
+    pub(super) session: SessionConfig,
+}
+
+/// The repository one stream is served from, and the settings its streams start from.
+pub(crate) enum Served {
+    One(Arc<OneRepo>),
+    Root(root::Lease),
+}
+
+impl Served {
+    pub(crate) fn repo(&self) -> &Repository {
+        match self {
+            Served::One(one) => &one.repo,
+            Served::Root(lease) => &lease.open().repo,
+        }
+    }
+
+    pub(crate) fn store(&self) -> &Store {
+        match self {
+            Served::One(one) => &one.store,
+            Served::Root(lease) => &lease.open().store,
+        }
+    }
+
+    pub(crate) fn session(&self) -> &SessionConfig {
+        match self {
+            Served::One(one) => &one.session,
+            Served::Root(lease) => &lease.open().session,
+        }
+    }
+
+    /// Counts a stream's work for its repository (a `--root` daemon's `stats`).
+    pub(crate) fn count(&self, requests: u64, bytes: u64) {
+        if let Served::Root(lease) = self {
+            lease.count(requests, bytes);
+        }
+    }
+}
+
+impl Repos {
+    /// Packs mapped by a single-repository daemon (a `--root` daemon maps them per repository).
+    pub(crate) fn pack_count(&self) -> usize {
+        match self {
+            Repos::One(one) => one.store.pack_count(),
+            Repos::Root(_) => 0,
+        }
+    }
+
+    /// The repository a plain stream (no hello, so no directory) is served from: only a single one's.
+    pub(crate) fn for_plain(&self) -> Option<Served> {
+        match self {
+            Repos::One(one) => Some(Served::One(Arc::clone(one))),
+            Repos::Root(_) => None,
+        }
+    }
+
+    /// The repository a `connect` client's stream is served from: for a `--root` daemon, the one git would find in
+    /// the client (its directory `cwd` and the variables its hello carries), confined to the root.
+    pub(crate) fn for_client(
+        &self,
+        hello: &Hello,
+        cwd: Option<&OwnedFd>,
+        peer: Peer,
+        server_uid: u32,
+    ) -> Result<Served, Refusal> {
+        let pool = match self {
+            Repos::One(one) => return Ok(Served::One(Arc::clone(one))),
+            Repos::Root(pool) => pool,
+        };
+        let cwd = cwd.and_then(|fd| std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok());
+        let client = root::Client { cwd, hello, uid: peer.uid, gid: peer.gid, server_uid };
+        let found = root::find(&pool.root, &client).map_err(Refusal::Elsewhere)?;
+        Ok(Served::Root(pool.lease(found).map_err(Refusal::Fatal)?))
+    }
+}
+
+/// Why a client's stream is not served.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refusal {
+    /// Not a repository this daemon serves: the client may answer itself.
+    #[error(transparent)]
+    Elsewhere(FindError),
+    /// The repository is there but cannot be opened.
+    #[error(transparent)]
+    Fatal(SettingsError),
+}

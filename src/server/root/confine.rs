@@ -1,0 +1,136 @@
+//! The root a `--root` daemon serves, and the one way to look at a path under it: the kernel resolves the path
+//! beneath the root's directory fd (`openat2` with `RESOLVE_BENEATH`), so that `..`, symlinks and absolute
+//! symlink targets that would leave the root fail (`EXDEV`) before anything outside it is opened or even looked
+//! at. A path that does not start with the root is refused without touching the file system at all.
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
+use crate::fatal::Bytes;
+use std::os::unix::ffi::OsStrExt;
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConfineError {
+    #[error("'{}' is outside the root '{}'", Bytes(.path.as_os_str().as_bytes()), Bytes(.root.as_os_str().as_bytes()))]
+    Outside { path: PathBuf, root: PathBuf },
+    #[error("cannot read '{}': {source}", Bytes(.path.as_os_str().as_bytes()))]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// The directory a `--root` daemon serves, opened once.
+#[derive(Debug)]
+pub(crate) struct Root {
+    /// The root's real path (symlinks resolved when the daemon started).
+    path: PathBuf,
+    dir: OwnedFd,
+}
+
+/// A path resolved beneath the root: its real path, and an `O_PATH` fd on what it names.
+pub(crate) struct Beneath {
+    pub path: PathBuf,
+    pub fd: OwnedFd,
+}
+
+impl Beneath {
+    pub(crate) fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        // fstat through /proc would follow; statx on the O_PATH fd itself reads the inode it names.
+        std::fs::metadata(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
+    }
+
+    pub(crate) fn is_dir(&self) -> bool {
+        self.metadata().is_ok_and(|meta| meta.is_dir())
+    }
+
+    /// May `uid` (in group `gid`) read and enter it, by its mode? (The daemon's own uid may read what it may.)
+    pub(crate) fn readable_by(&self, uid: u32, gid: u32) -> bool {
+        let Ok(meta) = self.metadata() else { return false };
+        let bits = if meta.uid() == uid {
+            meta.mode() >> 6
+        } else if meta.gid() == gid {
+            meta.mode() >> 3
+        } else {
+            meta.mode()
+        };
+        let wanted = if meta.is_dir() { 0o5 } else { 0o4 };
+        bits & wanted == wanted
+    }
+}
+
+impl Root {
+    /// Opens the root `dir` (which must be a directory).
+    pub(crate) fn open(dir: &Path) -> io::Result<Root> {
+        let path = dir.canonicalize()?;
+        let dir = rustix::fs::open(&path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+        Ok(Root { path, dir })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn outside(&self, path: &Path) -> ConfineError {
+        ConfineError::Outside { path: path.to_owned(), root: self.path.clone() }
+    }
+
+    /// Resolves the absolute `path` beneath the root: `Ok(None)` if nothing is there, an error if it is (or leads)
+    /// outside the root.
+    pub(crate) fn resolve(&self, path: &Path) -> Result<Option<Beneath>, ConfineError> {
+        let relative = path.strip_prefix(&self.path).map_err(|_| self.outside(path))?;
+        let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let fd = match rustix::fs::openat2(&self.dir, relative, OFlags::PATH | OFlags::CLOEXEC, Mode::empty(), resolve)
+        {
+            Ok(fd) => fd,
+            Err(Errno::XDEV) => return Err(self.outside(path)),
+            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => return Ok(None),
+            Err(err) => return Err(ConfineError::Io { path: path.to_owned(), source: err.into() }),
+        };
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .map_err(|source| ConfineError::Io { path: path.to_owned(), source })?;
+        // The kernel kept the walk beneath the root; its result lies there too, unless the root itself moved.
+        if !real.starts_with(&self.path) {
+            return Err(self.outside(&real));
+        }
+        Ok(Some(Beneath { path: real, fd }))
+    }
+
+    /// Reads the small file at `path` (a `.git` file, `commondir`, `objects/info/alternates`) beneath the root:
+    /// `Ok(None)` if there is none.
+    pub(crate) fn read(&self, path: &Path) -> Result<Option<Vec<u8>>, ConfineError> {
+        let Some(found) = self.resolve(path)? else { return Ok(None) };
+        match std::fs::read(format!("/proc/self/fd/{}", found.fd.as_raw_fd())) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(err) if err.kind() == io::ErrorKind::IsADirectory => Ok(None),
+            Err(source) => Err(ConfineError::Io { path: path.to_owned(), source }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_that_leave_the_root_are_refused() {
+        let top = tempfile::tempdir().unwrap();
+        let root_dir = top.path().join("root");
+        std::fs::create_dir_all(root_dir.join("a/b")).unwrap();
+        std::fs::create_dir(top.path().join("secret")).unwrap();
+        std::os::unix::fs::symlink(top.path().join("secret"), root_dir.join("out")).unwrap();
+        std::os::unix::fs::symlink("../b", root_dir.join("a/b/up")).unwrap();
+        let root = Root::open(&root_dir).unwrap();
+        let real = root.path().to_owned();
+        let inside = root.resolve(&real.join("a/b/up")).unwrap().unwrap();
+        assert_eq!(inside.path, real.join("a/b"));
+        assert!(inside.is_dir());
+        assert!(root.resolve(&real.join("nothing")).unwrap().is_none());
+        for escape in [real.join("out"), real.join("../secret"), real.join("a/../../secret"), top.path().join("secret")]
+        {
+            assert!(matches!(root.resolve(&escape), Err(ConfineError::Outside { .. })), "{}", escape.display());
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Finding a client's repository under the root, as git would find it in the client: `GIT_DIR` (relative to the
+//! client's working directory), else walking up from that directory to the root (`.git` directories, `.git`
+//! files, bare repositories), stopping at the client's `GIT_CEILING_DIRECTORIES`. Every path read on the way,
+//! and the repository's common directory, object directory and alternates, is resolved beneath the root
+//! ([`Root::resolve`]): a repository that reaches outside it is refused before anything there is looked at.
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use super::confine::{Beneath, ConfineError, Root};
+use crate::fatal::Bytes;
+use crate::repo::{Environment, RepoError, Repository};
+use crate::wire::protocol::Hello;
+
+/// git stops following alternates deeper than this (`link_alt_odb_entries`).
+const MAX_ALTERNATE_DEPTH: usize = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FindError {
+    #[error(transparent)]
+    Confine(#[from] ConfineError),
+    #[error("not a git repository (or any parent up to the root '{}'): '{}'", Bytes(.root.as_os_str().as_bytes()), Bytes(.path.as_os_str().as_bytes()))]
+    NotFound { path: PathBuf, root: PathBuf },
+    #[error("not a git repository: '{}'", Bytes(.0.as_os_str().as_bytes()))]
+    NotARepository(PathBuf),
+    #[error("the client passed no working directory, and no absolute GIT_DIR")]
+    NoDirectory,
+    #[error("'{}' is not readable by uid {uid}", Bytes(.path.as_os_str().as_bytes()))]
+    Unreadable { path: PathBuf, uid: u32 },
+    #[error(transparent)]
+    Repository(#[from] RepoError),
+}
+
+/// A client's repository, and the environment it is read with.
+pub(crate) struct Found {
+    pub repo: Repository,
+    pub env: Environment,
+}
+
+/// Who asks: the client's working directory (its real path), its hello and its credentials.
+pub(crate) struct Client<'a> {
+    pub cwd: Option<PathBuf>,
+    pub hello: &'a Hello,
+    pub uid: u32,
+    pub gid: u32,
+    /// The uid the daemon runs as: its clients read what it may.
+    pub server_uid: u32,
+}
+
+/// Finds `client`'s repository under `root`.
+pub(crate) fn find(root: &Root, client: &Client<'_>) -> Result<Found, FindError> {
+    let env = environment(client);
+    let git_dir = match &env.git_dir {
+        Some(dir) => {
+            let dir = absolute(client, dir)?;
+            let found = root.resolve(&dir)?.ok_or_else(|| FindError::NotARepository(dir.clone()))?;
+            follow_gitfile(root, found)?.filter(|dir| is_git_dir(root, dir)).ok_or(FindError::NotARepository(dir))?
+        }
+        None => walk_up(root, client)?,
+    };
+    let repo = Repository::at(git_dir.path.clone(), &env)?;
+    confine_repository(root, &repo, &env, client)?;
+    Ok(Found { repo, env })
+}
+
+/// The environment the repository is read with: the client's variables that select it and its objects, the
+/// daemon's for the rest (its configuration files, as for every client of a daemon).
+fn environment(client: &Client<'_>) -> Environment {
+    let var = |name: &str| client.hello.var(name).map(|value| OsStr::from_bytes(value).to_owned());
+    Environment {
+        git_dir: var("GIT_DIR").map(PathBuf::from),
+        object_directory: var("GIT_OBJECT_DIRECTORY").map(PathBuf::from),
+        alternate_object_directories: var("GIT_ALTERNATE_OBJECT_DIRECTORIES"),
+        no_replace_objects: var("GIT_NO_REPLACE_OBJECTS").is_some(),
+        replace_ref_base: var("GIT_REPLACE_REF_BASE"),
+        ..Environment::from_process()
+    }
+}
+
+/// `path` made absolute against the client's working directory.
+fn absolute(client: &Client<'_>, path: &Path) -> Result<PathBuf, FindError> {
+    if path.is_absolute() {
+        return Ok(path.to_owned());
+    }
+    Ok(client.cwd.as_ref().ok_or(FindError::NoDirectory)?.join(path))
+}
+
+/// Walks up from the client's directory to the root (never above it), as git's discovery does.
+fn walk_up(root: &Root, client: &Client<'_>) -> Result<Beneath, FindError> {
+    let cwd = client.cwd.as_ref().ok_or(FindError::NoDirectory)?;
+    let ceilings = ceilings(client);
+    let start = root.resolve(cwd)?.ok_or_else(|| FindError::NotARepository(cwd.clone()))?;
+    let mut dir = start.path.clone();
+    loop {
+        if let Some(dot_git) = root.resolve(&dir.join(".git"))?
+            && let Some(git_dir) = follow_gitfile(root, dot_git)?
+            && is_git_dir(root, &git_dir)
+        {
+            return Ok(git_dir);
+        }
+        if let Some(here) = root.resolve(&dir)?
+            && is_git_dir(root, &here)
+        {
+            return Ok(here);
+        }
+        match dir.parent() {
+            Some(parent) if dir != root.path() && !ceilings.iter().any(|ceiling| ceiling == parent) => {
+                dir = parent.to_owned();
+            }
+            _ => return Err(FindError::NotFound { path: cwd.clone(), root: root.path().to_owned() }),
+        }
+    }
+}
+
+/// The client's `GIT_CEILING_DIRECTORIES` (absolute entries; git ignores the others).
+fn ceilings(client: &Client<'_>) -> Vec<PathBuf> {
+    let Some(list) = client.hello.var("GIT_CEILING_DIRECTORIES") else { return Vec::new() };
+    list.split(|&b| b == b':')
+        .map(|entry| PathBuf::from(OsStr::from_bytes(entry)))
+        .filter(|entry| entry.is_absolute())
+        .collect()
+}
+
+/// A `.git` that is a file (`gitdir: <path>`, relative to the file's directory) leads to its target; a directory
+/// is itself.
+fn follow_gitfile(root: &Root, found: Beneath) -> Result<Option<Beneath>, FindError> {
+    if found.is_dir() {
+        return Ok(Some(found));
+    }
+    let Some(content) = root.read(&found.path)? else { return Ok(None) };
+    let Some(target) = content.trim_ascii_end().strip_prefix(b"gitdir: ") else { return Ok(None) };
+    let base = found.path.parent().unwrap_or(root.path());
+    let target = base.join(OsStr::from_bytes(target));
+    Ok(root.resolve(&target)?.filter(Beneath::is_dir))
+}
+
+/// git's `is_git_directory`: a `HEAD`, and `objects` and `refs` directories (in the common directory that a
+/// `commondir` file names, for a linked worktree), all beneath the root.
+fn is_git_dir(root: &Root, dir: &Beneath) -> bool {
+    let common = match root.read(&dir.path.join("commondir")) {
+        Ok(Some(content)) => dir.path.join(OsStr::from_bytes(content.trim_ascii_end())),
+        Ok(None) => dir.path.clone(),
+        Err(_) => return false,
+    };
+    let exists = |path: PathBuf| matches!(root.resolve(&path), Ok(Some(_)));
+    exists(dir.path.join("HEAD")) && exists(common.join("objects")) && exists(common.join("refs"))
+}
+
+/// Checks that every directory `repo` reads lies beneath the root (its common directory, its object directory,
+/// every alternate, recursively), and that a client of another uid may read them.
+fn confine_repository(root: &Root, repo: &Repository, env: &Environment, client: &Client<'_>) -> Result<(), FindError> {
+    let mut dirs = Vec::new();
+    for dir in [&repo.git_dir, &repo.common_dir] {
+        dirs.push(root.resolve(dir)?.ok_or_else(|| FindError::NotARepository(dir.clone()))?);
+    }
+    let mut queue = vec![(absolute(client, &repo.objects_dir)?, 0)];
+    if let Some(list) = &env.alternate_object_directories {
+        for entry in list.as_bytes().split(|&b| b == b':').filter(|entry| !entry.is_empty()) {
+            queue.push((absolute(client, Path::new(OsStr::from_bytes(entry)))?, 1));
+        }
+    }
+    let mut seen: Vec<PathBuf> = Vec::new();
+    while let Some((dir, depth)) = queue.pop() {
+        let Some(found) = root.resolve(&dir)? else { continue };
+        if seen.contains(&found.path) {
+            continue;
+        }
+        seen.push(found.path.clone());
+        if depth < MAX_ALTERNATE_DEPTH
+            && let Some(list) = root.read(&found.path.join("info").join("alternates"))?
+        {
+            for entry in crate::store::alternate_entries(&list) {
+                queue.push((found.path.join(OsString::from_vec(entry)), depth + 1));
+            }
+        }
+        dirs.push(found);
+    }
+    if client.uid != client.server_uid
+        && let Some(dir) = dirs.iter().find(|dir| !dir.readable_by(client.uid, client.gid))
+    {
+        return Err(FindError::Unreadable { path: dir.path.clone(), uid: client.uid });
+    }
+    Ok(())
+}

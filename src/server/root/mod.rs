@@ -1,0 +1,16 @@
+//! `cat-blobd serve --root DIR`: every repository under one directory, through one daemon.
+//!
+//! ```text
+//! confine   the root: paths resolved beneath it by the kernel (openat2 RESOLVE_BENEATH), never outside it
+//! find      a client's repository, found as git finds it from the client's directory and GIT_* variables,
+//!           every directory it reads (git dir, common dir, objects, alternates) confined to the root
+//! pool      the repositories opened so far, shared by their clients, closed idle-longest first past the
+//!           memory budget or --max-open-repositories; never one with clients
+//! ```
+mod confine;
+mod find;
+mod pool;
+
+pub(crate) use confine::Root;
+pub(crate) use find::{Client, FindError, find};
+pub(crate) use pool::{Lease, Pool, PoolLimits};
