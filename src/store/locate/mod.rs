@@ -4,6 +4,7 @@
 //! another. Also the passes over all of it that need no object's content: listing every object ([`enumerate`])
 //! and checking many ids at once ([`exists_sorted`]).
 pub(super) mod alternates;
+mod chain_kinds;
 mod enumerate;
 mod exists_sorted;
 pub(super) mod loose;

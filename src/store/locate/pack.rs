@@ -163,7 +163,7 @@ impl Pack {
 
     /// The pack's entries in offset order.
     pub(in crate::store) fn rev_index(&self) -> &RevIndex {
-        self.rev_index.get_or_init(|| RevIndex::build(self))
+        self.rev_index.get_or_init(|| RevIndex::build(&self.index))
     }
 
     /// A reader of entry headers in offset order, through `pread` (see [`HeaderReader`]).

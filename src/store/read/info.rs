@@ -121,7 +121,7 @@ impl Store {
         let here = rev.and_then(|rev| rev.position(offset));
         let kind = match entry.header.as_kind() {
             Some(kind) => kind,
-            None => match rev.zip(here).and_then(|(rev, here)| rev.chain_kind(pack, here)) {
+            None => match here.and_then(|here| pack.chain_kind(here)) {
                 Some(kind) => kind,
                 None => self.chain_kind(id, pack, offset, entry.clone())?,
             },
