@@ -37,7 +37,7 @@ the requests; git÷tool, the median wall time of the git tool listed above the r
 same for CPU; load, the 1-minute load average before and after the workload. On a loaded machine wall times
 measure the scheduler as much as the tool: read CPU git÷ there.
 
-Results: a table on stdout and target/bench-results/history-<time>.{txt,json}. See benches/README.md.
+Results: a table on stdout and target/bench-results/history-<time>.{txt,md,json}. See benches/README.md.
 """
 import argparse
 import hashlib
@@ -294,6 +294,15 @@ def print_rows(rows, out):
         out.append(line)
 
 
+def markdown(rows):
+    """The rows as a Markdown table: per workload and tool, wall and CPU medians and both ratios to git."""
+    lines = ["| workload | tool | wall s | CPU s | git ÷ tool (wall) | git ÷ tool (CPU) |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append("| %s | %s | %.3f | %.3f | %.2f× | %.2f× |" % (
+            row["workload"], row["tool"], row["wall"], row["cpu"], row["ratio"], row["cpu_ratio"]))
+    return "\n".join(lines) + "\n"
+
+
 def ls_stream(git, repo, work, count, seed):
     """`ls <commit> <path>` requests: 40 commits drawn uniformly from the history; each request names one of them
     and a path at depth >= 3 in its tree (a file or a directory, drawn uniformly), or 10% of the time that path's
@@ -462,10 +471,12 @@ def main():
     stem = os.path.join(results, "history-%d" % int(started))
     with open(stem + ".txt", "w") as f:
         f.write("\n".join(out) + "\n")
+    with open(stem + ".md", "w") as f:
+        f.write(markdown(rows))
     with open(stem + ".json", "w") as f:
         json.dump({"corpus": corpus, "variant": args.variant, "git": version, "cat_blobd": cat_blobd,
                    "runs": args.runs, "seed": args.seed, "rows": rows}, f, indent=1)
-    print("wrote %s.txt and .json" % stem, file=sys.stderr)
+    print("wrote %s.{txt,md,json}" % stem, file=sys.stderr)
 
 
 if __name__ == "__main__":
