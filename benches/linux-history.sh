@@ -11,11 +11,12 @@
 #   benches/linux-history.sh OUTDIR PRESET
 #   benches/linux-history.sh OUTDIR REGIME COMMITS FILES DIRS [WINDOW] [SEED] [PACKS]
 #
-# PRESET is one of (objects as built here):
-#   small-A  small files (blobs of ~3.6 KB), 40,000 commits, 10,000 files in 650 directories
-#   small-B  linux-sized files (~12 KB), 25,000 commits, 10,000 files in 650 directories
-#   A        small files, 150,000 commits, 80,000 files in 5,000 directories, window 10
-#   B        linux-sized files, 60,000 commits, 80,000 files in 5,000 directories, window 10
+# PRESET is one of (what came out here; the small ones take 10-15 minutes, A and B an hour or more on a loaded
+# 2-core machine):
+#   small-A  small files, 40,000 commits, 10,000 files in 650 directories: 395,508 objects, blobs of 6.3 KB
+#   small-B  linux-sized files, 25,000 commits, 10,000 files in 650 directories: 251,643 objects, blobs of 13.8 KB
+#   A        small files, 150,000 commits, 80,000 files in 5,000 directories, window 10: about 1.6M objects
+#   B        linux-sized files, 60,000 commits, 80,000 files in 5,000 directories, window 10: 702,364 objects
 # REGIME is `small` or `linux`. WINDOW defaults to 50, SEED to 1, PACKS to 4.
 #
 # OUTDIR/COMPLETE is written last, OUTDIR/shape.txt says what was built and how long each step took. Rerunning
