@@ -110,7 +110,8 @@ impl Config {
         };
         let work_tree = WorkTreeConfig {
             bare: config.boolean("core.bare").map_err(|err| error(&err))?,
-            worktree: config.string("core.worktree").map(|path| expand_home(&path, home)),
+            // Taken as it is, as git's set-up takes it (no `~/`).
+            worktree: config.string("core.worktree").map(|path| PathBuf::from(OsStr::from_bytes(&path))),
         };
         Ok(Config {
             quote_path: flag("core.quotePath", true)?,
