@@ -117,10 +117,12 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> u8 {
             return 128;
         }
     };
+    let index_file = std::env::var_os("GIT_INDEX_FILE").filter(|file| !file.is_empty()).map(std::path::PathBuf::from);
     let cat_file_repo = cat_file::Repo {
         store: &store,
         git_dir: &repo.git_dir,
         common_dir: &repo.common_dir,
+        index_file: index_file.as_deref(),
         quote_path: repo.config.quote_path,
         mailmap: &repo.config.mailmap,
         compat_object_format: repo.compat_object_format,

@@ -2,48 +2,13 @@
 //! repository (fixtures/make-cat-file-fixtures.sh), compared byte for byte on stdout and stderr, and by exit
 //! status.
 use std::io::{BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::util::{CAT_BLOBD, Output, Run, assert_bytes_eq, build_with_script, clean_git_env, escape, read_response};
-
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-cat-file-fixtures.sh");
-
-fn root() -> &'static Path {
-    static ROOT: OnceLock<PathBuf> = OnceLock::new();
-    ROOT.get_or_init(|| build_with_script(SCRIPT, "cat-file-fixtures"))
-}
-
-pub(crate) fn repo(name: &str) -> PathBuf {
-    root().join(name)
-}
-
-/// How much of stderr must match.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stderr {
-    Exact,
-    /// Usage errors: git's usage text follows the first line.
-    FirstLine,
-}
-
-pub(crate) fn run(program: &str, dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
-    run_as(Run::new(program), dir, args, stdin, env)
-}
-
-/// `run` with `cat-file <args>` after whatever `run` already has (`cat-blobd connect --socket S`, say).
-pub(crate) fn run_as(run: Run, dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
-    let mut run = run.arg("cat-file");
-    for arg in args {
-        run = run.arg(arg);
-    }
-    for (key, value) in env {
-        run = run.env(key, value);
-    }
-    run.current_dir(dir).stdin(stdin.to_vec()).run()
-}
+use crate::util::cat_file::{Stderr, assert_same, fixture_word, repo, run};
+use crate::util::{CAT_BLOBD, assert_bytes_eq, clean_git_env, escape, read_response};
 
 /// Runs git and cat-blobd on the same arguments and input and asserts the same bytes and status.
 #[track_caller]
@@ -52,26 +17,6 @@ fn same_env(dir: &Path, args: &[&str], stdin: &[u8], stderr: Stderr, env: &[(&st
     let ours = run(CAT_BLOBD, dir, args, stdin, env);
     let what = format!("cat-file {args:?} in {} on {}", dir.display(), escape(&stdin[..stdin.len().min(200)]));
     assert_same(&what, &git, &ours, stderr);
-}
-
-/// Asserts that `ours` ended as `git` did, with the same stdout and (as much as `stderr` says) stderr.
-#[track_caller]
-pub(crate) fn assert_same(what: &str, git: &Output, ours: &Output, stderr: Stderr) {
-    assert!(!escape(&ours.stderr).contains("panicked at"), "{what}: panic: {}", escape(&ours.stderr));
-    assert_eq!(
-        ours.status.code(),
-        git.status.code(),
-        "{what}: status\n git: {}\n ours: {}",
-        git.describe(),
-        ours.describe()
-    );
-    assert_bytes_eq(&format!("{what}: stdout"), &git.stdout, &ours.stdout);
-    match stderr {
-        Stderr::Exact => assert_bytes_eq(&format!("{what}: stderr"), &git.stderr, &ours.stderr),
-        Stderr::FirstLine => {
-            assert_bytes_eq(&format!("{what}: stderr"), git.first_stderr_line(), ours.first_stderr_line())
-        }
-    }
 }
 
 #[track_caller]
@@ -85,10 +30,6 @@ fn git_in(dir: &Path, args: &[&str]) -> String {
     let out = cmd.args(args).current_dir(dir).stdin(Stdio::null()).output().expect("run git");
     assert!(out.status.success(), "git {args:?}: {}", escape(&out.stderr));
     String::from_utf8(out.stdout).expect("ASCII")
-}
-
-pub(crate) fn fixture_word(file: &str) -> String {
-    std::fs::read_to_string(root().join(file)).expect("fixture file").trim().to_owned()
 }
 
 /// Every object of names.git, then every form of name the front end resolves, and some it must not.

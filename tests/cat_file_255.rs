@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::cat_file::{Stderr, assert_same, fixture_word, repo, run};
+use crate::util::cat_file::{Stderr, assert_same, fixture_word, repo, run};
 use crate::util::{CAT_BLOBD, Output, TempDir, assert_bytes_eq, build_with_script, escape};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-cat-file-255-fixtures.sh");
@@ -29,13 +29,14 @@ fn git_255() -> Option<PathBuf> {
     (crate::util::test_git_version() >= (2, 55)).then(|| PathBuf::from(git))
 }
 
+const NO_GIT_255: &str = "the comparison with git 2.55 (set CAT_BLOBD_TEST_GIT to one)";
+
 /// Compares cat-blobd with git 2.55 when there is one.
 #[track_caller]
 fn same_as_255(dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) {
     let what = format!("cat-file {args:?} in {} on {}", dir.display(), escape(&stdin[..stdin.len().min(200)]));
     let Some(git) = git_255() else {
-        eprintln!("skipped (no git 2.55: set CAT_BLOBD_TEST_GIT): {what}");
-        return;
+        return crate::util::skip::record(NO_GIT_255);
     };
     let theirs = run(&git.to_string_lossy(), dir, args, stdin, env);
     let ours = run(CAT_BLOBD, dir, args, stdin, env);
@@ -438,7 +439,10 @@ fn a_zlib_dictionary_is_reported_as_git_does() {
         assert!(stderr.contains("error: inflate: needs dictionary"), "{args:?}: {stderr}");
         assert!(stderr.contains(&format!("error: unable to unpack {id} header")), "{args:?}: {stderr}");
         assert!(!stderr.contains("too long"), "{args:?}: {stderr}");
-        if let Some(git) = git_255() {
+        if let Some(git) = git_255().or_else(|| {
+            crate::util::skip::record(NO_GIT_255);
+            None
+        }) {
             let theirs = run(&git.to_string_lossy(), &dir, args, b"", &[]);
             assert_eq!(theirs.status.code(), ours.status.code(), "{args:?}: {}", theirs.describe());
             let two_lines =

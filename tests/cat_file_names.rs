@@ -4,7 +4,7 @@
 //! are those of fixtures/make-cat-file-fixtures.sh.
 use std::path::Path;
 
-use crate::cat_file::{Stderr, assert_same, fixture_word, repo, run};
+use crate::util::cat_file::{Stderr, assert_same, fixture_word, repo, run};
 use crate::util::{CAT_BLOBD, escape, git};
 
 /// The git to compare with: `CAT_BLOBD_TEST_GIT`, else the installed `git`.
@@ -571,5 +571,74 @@ fn generated_names_answer_as_git() {
         same(&dir, &["--batch-check"], &lines(chunk, b'\n'));
         same(&dir, &["--batch-check=%(objectname) %(rest)"], &lines(chunk, b'\n'));
         same(&dir, &["--batch-check", "-z"], &lines(chunk, b'\0'));
+    }
+}
+
+/// A tree object written by hand, entries as `(mode digits, name, id)`, in the order given.
+fn hand_made_tree(git_dir: &Path, entries: &[(&str, &str, &str)]) -> String {
+    let mut data = Vec::new();
+    for (mode, name, id) in entries {
+        data.extend_from_slice(format!("{mode} {name}\0").as_bytes());
+        data.extend_from_slice(&gix_hash::ObjectId::from_hex(id.as_bytes()).expect("hex id").as_bytes().to_vec());
+    }
+    let written = crate::util::git_in(git_dir, &["hash-object", "-t", "tree", "-w", "--literally", "--stdin"], &data);
+    String::from_utf8(written).expect("hex").trim().to_owned()
+}
+
+/// Damage is never absence: a tree whose entries do not decode fails a name walked through it as git fails it
+/// (`fatal: malformed mode in tree entry`, where git's tree-walk meets the bad entry), never `missing`. Before
+/// cat-file read trees with git's tree-walk rules, entries that did not parse were dropped and the names
+/// answered `missing`.
+#[test]
+fn names_through_a_damaged_tree_fail_as_git_fails() {
+    let dir = crate::util::TempDir::new("damaged-tree");
+    let top = dir.path().join("repo");
+    let init = std::process::Command::new("git").args(["init", "-q", "--bare"]).arg(&top).status().expect("git init");
+    assert!(init.success());
+    let blob = String::from_utf8(crate::util::git_in(&top, &["hash-object", "-w", "--stdin"], b"hi\n")).unwrap();
+    let blob = blob.trim();
+    let good = hand_made_tree(&top, &[("100644", "a", blob)]);
+    let trees = [
+        (
+            "malformed mode",
+            hand_made_tree(
+                &top,
+                &[("100644", "a", blob), ("100644", "b", blob), ("10x644", "c", blob), ("100644", "d", blob)],
+            ),
+        ),
+        ("empty mode first", hand_made_tree(&top, &[("", "a", blob), ("100644", "b", blob)])),
+        ("empty name", hand_made_tree(&top, &[("100644", "a", blob), ("100644", "", blob), ("100644", "c", blob)])),
+        (
+            "a subtree damaged",
+            hand_made_tree(
+                &top,
+                &[(
+                    "40000",
+                    "dir",
+                    &hand_made_tree(&top, &[("100644", "x", blob), ("1006z4", "y", blob), ("100644", "z", blob)]),
+                )],
+            ),
+        ),
+        (
+            "a mode of 140000",
+            hand_made_tree(&top, &[("100644", "a", blob), ("140000", "b", &good), ("100644", "c", blob)]),
+        ),
+    ];
+    for (what, tree) in &trees {
+        let names = ["", ":a", ":b", ":c", ":d", ":z", ":dir", ":dir/x", ":dir/y", ":dir/z", ":b/a"]
+            .map(|path| format!("{tree}{path}"));
+        for name in &names {
+            same(&top, &["-p", name], b"");
+            same(&top, &["-t", name], b"");
+        }
+        let input: String = names.iter().map(|name| format!("{name}\n")).collect();
+        for args in [&["--batch-check"][..], &["--batch-check", "--follow-symlinks"], &["--batch"]] {
+            same(&top, args, input.as_bytes());
+            // Each name on its own too, so that a name after the first failure is compared as well.
+            for name in &names {
+                same(&top, args, format!("{name}\n").as_bytes());
+            }
+        }
+        eprintln!("{what}: compared");
     }
 }

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use crate::util::{CAT_BLOBD, TempDir, assert_bytes_eq, build_with_script, clean_git_env, escape};
+use crate::util::shim::Shim;
+use crate::util::{TempDir, assert_bytes_eq, clean_git_env, escape};
 
 const INSTALL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/install-clients.sh");
 const CLIENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/clients");
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-cat-file-fixtures.sh");
 
 /// The clients' folder, or why they are not there.
 fn clients() -> Result<&'static Path, String> {
@@ -42,57 +42,23 @@ macro_rules! clients_or_skip {
         match clients() {
             Ok(dir) => dir,
             Err(why) => {
-                eprintln!("SKIPPED {}: the cat-file clients are not installed ({why})", module_path!());
-                println!("SKIPPED {}: the cat-file clients are not installed ({why})", module_path!());
-                return;
+                return crate::util::skip::record(&format!("the cat-file clients are not installed ({why})"));
             }
         }
     };
 }
 
-/// A directory with the `git` link that `cat-blobd shim` makes: cat-blobd answers `cat-file` and `fast-import`,
-/// the real git the rest; its log (`CAT_BLOBD_SHIM_LOG`) says which ran each command.
-struct Shim {
-    dir: TempDir,
-}
-
-impl Shim {
-    fn new() -> Shim {
-        let dir = TempDir::new("git-shim");
-        let out = Command::new(CAT_BLOBD).arg("shim").arg(dir.path().join("bin")).output().expect("cat-blobd shim");
-        assert!(out.status.success(), "cat-blobd shim: {}", escape(&out.stderr));
-        Shim { dir }
-    }
-
-    /// `PATH` with the shim first.
-    fn path(&self) -> String {
-        format!("{}:{}", self.dir.path().join("bin").display(), std::env::var("PATH").unwrap_or_default())
-    }
-
-    fn log_file(&self) -> PathBuf {
-        self.dir.path().join("log")
-    }
-
-    /// The command lines cat-blobd answered (`cat-blobd <command> <args>`) and those the real git ran
-    /// (`git <args>`), one a line.
-    fn calls(&self) -> String {
-        std::fs::read_to_string(self.log_file()).unwrap_or_default()
-    }
-}
-
 fn names_repo() -> PathBuf {
-    static ROOT: OnceLock<PathBuf> = OnceLock::new();
-    ROOT.get_or_init(|| build_with_script(FIXTURES, "cat-file-fixtures")).join("names.git")
+    crate::util::cat_file::repo("names.git")
 }
 
 /// Runs `program args` with plain git, or `through` the shim; returns stdout, failing on error.
 fn run(program: &Path, args: &[&str], through: Option<&Shim>, cwd: &Path) -> Vec<u8> {
     let mut cmd = Command::new(program);
     clean_git_env(&mut cmd);
-    match through {
-        Some(shim) => cmd.env("PATH", shim.path()).env("CAT_BLOBD_SHIM_LOG", shim.log_file()),
-        None => cmd.env("PATH", std::env::var("PATH").unwrap_or_default()),
-    };
+    if let Some(shim) = through {
+        cmd.env("PATH", shim.path()).env("CAT_BLOBD_SHIM_LOG", shim.log_file());
+    }
     let out = cmd.args(args).current_dir(cwd).stdin(Stdio::null()).output().expect("run client");
     assert!(out.status.success(), "{} {args:?} failed: {}", program.display(), escape(&out.stderr));
     out.stdout

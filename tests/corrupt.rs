@@ -5,17 +5,15 @@
 //! offset, or loose file), exit 128, after writing every earlier response in full. It never panics and never
 //! presents damage as absence or as wrong bytes.
 
-use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::util::case::MISSING_ONE;
 use crate::util::{
-    Fixture, Run, TempDir, assert_bytes_eq, assert_fatal_naming, blobs, cat_blob_stream, clean_git_env, git,
-    git_fast_import,
+    Fixture, Run, TempDir, assert_bytes_eq, assert_fatal_naming, cat_blob_stream, clean_git_env, git, git_fast_import,
+    loose_blobs,
 };
-
-const MISSING_ONE: &str = "0000000000000000000000000000000000000001";
 
 /// A private copy of the `basic` git directory that a test may damage.
 struct Damaged {
@@ -90,28 +88,6 @@ fn blob_entries() -> (PathBuf, Vec<Entry>) {
     (pack, entries)
 }
 
-/// Blobs of `basic` stored as loose objects, sorted.
-fn loose_blobs() -> Vec<String> {
-    let blobs: HashSet<String> = blobs(Fixture::Basic).into_iter().collect();
-    let mut loose = Vec::new();
-    for dir in fs::read_dir(Fixture::Basic.git_dir().join("objects")).expect("objects") {
-        let dir = dir.expect("entry").path();
-        let name = dir.file_name().expect("name").to_string_lossy().into_owned();
-        if name.len() != 2 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
-            continue;
-        }
-        for file in fs::read_dir(&dir).expect("fan-out dir") {
-            let id = format!("{name}{}", file.expect("entry").file_name().to_string_lossy());
-            if blobs.contains(&id) {
-                loose.push(id);
-            }
-        }
-    }
-    loose.sort();
-    assert!(loose.len() >= 3, "basic has loose blobs");
-    loose
-}
-
 fn make_writable(path: &Path) {
     let mut perms = fs::metadata(path).expect("metadata").permissions();
     #[allow(clippy::permissions_set_readonly_false)]
@@ -143,7 +119,7 @@ fn expect_fatal(what: &str, damaged: &Damaged, earlier: &[String], victim: &str,
 
 /// Intact requests to put before the damaged one: the loose blobs (the damage is in the pack) and a missing id.
 fn loose_requests() -> Vec<String> {
-    let mut earlier = loose_blobs();
+    let mut earlier = loose_blobs(Fixture::Basic);
     earlier.insert(1, MISSING_ONE.to_owned());
     earlier
 }
@@ -219,7 +195,7 @@ fn packed_requests() -> Vec<String> {
 
 /// The largest loose blob (loose-big.bin, 200,000 random bytes).
 fn largest_loose_blob() -> String {
-    loose_blobs()
+    loose_blobs(Fixture::Basic)
         .into_iter()
         .max_by_key(|id| fs::metadata(loose_path(&Fixture::Basic.git_dir(), id)).expect("loose").len())
         .expect("loose blob")

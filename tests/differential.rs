@@ -6,15 +6,11 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use crate::util::case::{Case, Source};
+use crate::util::case::{Case, EMPTY_BLOB, EMPTY_TREE, MISSING_ONE, Source};
 use crate::util::{
     Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, assert_same_as_git, blobs, cat_blob_stream, differential,
     escape, fixtures_root, git_fast_import, oracle, parse_responses, rev_parse,
 };
-
-const MISSING_ONE: &str = "0000000000000000000000000000000000000001";
-const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
-const EMPTY_BLOB: &str = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Every blob of every fixture, in three orders, with missing ids interleaved

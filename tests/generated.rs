@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::util::case::sha1_blob_id;
 use crate::util::{Fixture, Output, Rng, Run, TempDir, assert_same_as_git, blobs, escape, git, oracle, rev_parse};
 
 /// Streams per run: seeds `0..STREAMS`.
@@ -131,13 +132,6 @@ struct Stream {
     args: Vec<String>,
 }
 
-fn blob_id(payload: &[u8]) -> String {
-    let mut hasher = gix_hash::hasher(gix_hash::Kind::Sha1);
-    hasher.update(format!("blob {}\0", payload.len()).as_bytes());
-    hasher.update(payload);
-    hasher.try_finalize().expect("no collision").to_hex().to_string()
-}
-
 impl<'a> Generator<'a> {
     fn chance(&mut self, percent: usize) -> bool {
         self.rng.below(100) < percent
@@ -207,7 +201,7 @@ impl<'a> Generator<'a> {
             self.delimited()
         };
         self.optional_lf();
-        let id = blob_id(&payload);
+        let id = sha1_blob_id(&payload);
         if let Some(mark) = mark {
             self.marks.insert(mark, Mark::Blob);
         }

@@ -19,17 +19,16 @@ use std::time::Duration;
 
 use cat_blobd::store::{Damage, Location, Resolver, Store, StoreOptions};
 
-use crate::util::case::{Source, throwaway};
+use crate::util::case::{MISSING_ONE, Source, throwaway};
 use crate::util::{
     CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, assert_fatal_naming, assert_same_as_git, blobs,
-    cat_blob_stream, clean_git_env, differential, escape, feed_stdin, git, git_fast_import, oracle, read_all,
-    wait_with_timeout,
+    cat_blob_stream, clean_git_env, differential, escape, feed_stdin, fnv1a, git, git_fast_import, loose_blobs, oracle,
+    read_all, wait_with_timeout,
 };
 
 const DAMAGE_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/damage.sh");
 /// The pack-format helpers damage.sh imports: part of the cache key too.
 const PACKFILE_MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/packfile.py");
-const MISSING_ONE: &str = "0000000000000000000000000000000000000001";
 /// `five-mib.bin` and `one-mib.bin` of `basic`: whole (undeltified) blobs in its pack.
 const FIVE_MIB: &str = "321d9e5a3df77a4d7f085b28f8a505190822c4a9";
 const ONE_MIB: &str = "d2ef068c205a8086316f7003934e25f4a024e46b";
@@ -106,10 +105,6 @@ fn damaged_copies() -> &'static [Damaged] {
     })
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
 fn copy(kind: &str) -> &'static Damaged {
     damaged_copies().iter().find(|d| d.kind == kind).unwrap_or_else(|| panic!("damage.sh made no {kind} copy"))
 }
@@ -117,26 +112,6 @@ fn copy(kind: &str) -> &'static Damaged {
 fn basic_blobs() -> &'static HashSet<String> {
     static BLOBS: OnceLock<HashSet<String>> = OnceLock::new();
     BLOBS.get_or_init(|| blobs(Fixture::Basic).into_iter().collect())
-}
-
-/// Blobs of `basic` stored loose, sorted.
-fn loose_blobs() -> Vec<String> {
-    let objects = Fixture::Basic.git_dir().join("objects");
-    let mut loose = Vec::new();
-    for dir in fs::read_dir(&objects).expect("objects") {
-        let dir = dir.expect("entry").path();
-        let name = dir.file_name().expect("name").to_string_lossy().into_owned();
-        if name.len() == 2 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
-            for file in fs::read_dir(&dir).expect("fan-out dir") {
-                let id = format!("{name}{}", file.expect("entry").file_name().to_string_lossy());
-                if basic_blobs().contains(&id) {
-                    loose.push(id);
-                }
-            }
-        }
-    }
-    loose.sort();
-    loose
 }
 
 /// `git fast-import --cat-blob-fd=3` on `stream`, in a throwaway repository whose alternates point at
@@ -166,7 +141,7 @@ fn expect_damage(kind: &str) {
         packed.retain(|id| !damaged.affected.contains(id));
         packed
     } else {
-        loose_blobs().into_iter().take(4).collect()
+        loose_blobs(Fixture::Basic).into_iter().take(4).collect()
     };
     if kind != "idx-fanout" {
         // An unreadable index makes every miss an error (the object may be in it), so no miss there.
@@ -406,7 +381,7 @@ fn total_bytes_of_one_delta_chain_are_capped() {
 
 /// Requests that succeed, to put before a bad part of a stream.
 fn good_requests() -> Vec<u8> {
-    let mut ids: Vec<String> = loose_blobs().into_iter().take(2).collect();
+    let mut ids: Vec<String> = loose_blobs(Fixture::Basic).into_iter().take(2).collect();
     ids.push(MISSING_ONE.to_owned());
     ids.push(ONE_MIB.to_owned());
     cat_blob_stream(&ids)
@@ -513,7 +488,7 @@ fn stream_cut_in_the_middle_of_a_data_body_like_git() {
 
 #[test]
 fn nul_bytes_anywhere_like_git() {
-    let id = loose_blobs()[0].clone();
+    let id = loose_blobs(Fixture::Basic)[0].clone();
     let streams: Vec<Vec<u8>> = vec![
         format!("cat-blob {id}\0trailing\n").into_bytes(),
         format!("cat-blob \0{id}\n").into_bytes(),
@@ -606,7 +581,7 @@ fn reader_closing_early_is_a_quiet_sigpipe_like_git() {
 /// response is due, and not before (a stream without responses succeeds), as in git.
 #[test]
 fn cat_blob_fd_that_is_not_open_like_git() {
-    let id = loose_blobs()[0].clone();
+    let id = loose_blobs(Fixture::Basic)[0].clone();
     let streams: Vec<Vec<u8>> = vec![
         b"blob\nmark :1\ndata 3\nabc\nprogress no response is due\ncheckpoint\n".to_vec(),
         format!("progress before\ncat-blob {id}\nprogress after\n").into_bytes(),
@@ -632,7 +607,7 @@ fn cat_blob_fd_that_is_not_open_like_git() {
 /// takes fd 2.
 #[test]
 fn closed_standard_fds_are_opened_on_dev_null_like_git() {
-    let id = loose_blobs()[0].clone();
+    let id = loose_blobs(Fixture::Basic)[0].clone();
     let ok = format!("progress before\ncat-blob {id}\nprogress after\n").into_bytes();
     let fatal = format!("cat-blob {id}\nnot-a-command\n").into_bytes();
     for (what, redirect, stream) in
@@ -653,7 +628,7 @@ fn closed_standard_fds_are_opened_on_dev_null_like_git() {
 /// A stream with large and small responses, for the slow-reader tests.
 fn mixed_stream(big: &[&str]) -> Vec<u8> {
     let mut ids: Vec<String> = Vec::new();
-    let small = loose_blobs();
+    let small = loose_blobs(Fixture::Basic);
     for (i, id) in big.iter().enumerate() {
         ids.push((*id).to_owned());
         ids.push(small[i % small.len()].clone());

@@ -11,12 +11,11 @@ use std::fs;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::util::case::{Case, Source, StderrMatch};
+use crate::util::case::{Case, EMPTY_TREE, Source, StderrMatch};
 use crate::util::{Output, build_with_script, escape, git};
 
 const NULL: &str = "0000000000000000000000000000000000000000";
 const MISSING: &str = "1234567890123456789012345678901234567890";
-const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 const IDENT: &str = "C O Mitter <c@example.com> 1700000000 +0000";
 const MAKE_LS_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-ls-fixture.sh");
 

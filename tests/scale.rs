@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::cat_file::{Stderr, assert_same, run};
+use crate::util::cat_file::{Stderr, assert_same, run};
 use crate::util::{CAT_BLOBD, Run, TempDir, assert_bytes_eq, build_with_script, git_in};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-scale-fixtures.sh");

@@ -8,10 +8,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread;
 
-use crate::cat_file::{
-    ALL_ATOMS, Stderr, assert_interactive, assert_same, fixture_word, lines, names, repo, run, run_as,
-};
-use crate::server::{Daemon, WAIT, join_within};
+use crate::cat_file::{ALL_ATOMS, assert_interactive, lines, names};
+use crate::util::cat_file::{Stderr, assert_same, fixture_word, repo, run, run_as};
+use crate::util::daemon::{Daemon, WAIT, join_within};
 use crate::util::{
     CAT_BLOBD, Fixture, Output, Run, assert_bytes_eq, clean_git_env, escape, read_all, wait_with_timeout,
 };

@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 
 use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 
-use crate::server::{Daemon, WAIT, connect, direct, mixed_stream, plain, spawn_connect};
+use crate::server::mixed_stream;
+use crate::util::case::sha1_blob_id;
+use crate::util::daemon::{Daemon, WAIT, connect, direct, join_within, plain, spawn_connect};
+use crate::util::skip::{is_root, record, skip_unless};
 use crate::util::{CAT_BLOBD, Fixture, TempDir, assert_bytes_eq, escape, read_all, rev_parse};
 
 /// The first bytes every `connect` hello starts with, whatever the protocol version.
@@ -186,7 +189,7 @@ fn hardening_silent_connections_hold_no_slot_and_meet_the_hello_deadline() {
     let expected = direct(fixture, &stream, false, &[]).stdout;
     let (socket, copy) = (daemon.socket.clone(), stream.clone());
     let served = thread::spawn(move || plain(&socket, copy));
-    let got = crate::server::join_within(served, WAIT, "a stream while silent connections are open");
+    let got = join_within(served, WAIT, "a stream while silent connections are open");
     assert_bytes_eq("stream beside silent connections", &expected, &got);
     let out = connect(&daemon.socket, &stream, false, &[]);
     assert!(out.status.success(), "{}", out.describe());
@@ -309,14 +312,14 @@ use std::os::fd::AsRawFd;
 /// and leaves the marks file complete and no lock file. (Before, it gave cut streams 2 s and exited, which left
 /// `m.lock` and no `m`; the export is held here in the open of its lock file by a fanotify permission watch.)
 #[test]
+#[ignore = "needs fanotify (root): .ci/run runs it with --ignored"]
 fn hardening_a_shutdown_never_loses_a_marks_file() {
     let fixture = Fixture::Basic;
     let dir = TempDir::new("marks-at-shutdown");
     let marks_dir = dir.path().join("marks");
     std::fs::create_dir(&marks_dir).unwrap();
     let Some(gate) = OpenGate::watch(&marks_dir) else {
-        eprintln!("hardening_a_shutdown_never_loses_a_marks_file: no fanotify (needs CAP_SYS_ADMIN); skipped");
-        return;
+        return record("needs fanotify (CAP_SYS_ADMIN)");
     };
     let mut daemon = Daemon::start(&fixture.git_dir(), &["--grace", "0.1"]);
     let marks = marks_dir.join("m");
@@ -327,9 +330,9 @@ fn hardening_a_shutdown_never_loses_a_marks_file() {
     let held = gate.next_open();
     daemon.signal(rustix::process::Signal::TERM);
     daemon.wait_for_log("shutdown");
-    // Longer than the grace period and the 2 s the stop gives cut streams: a daemon that abandons the export has
-    // exited by now.
-    thread::sleep(Duration::from_secs(4));
+    // Past the grace period and the 2 s the stop gives cut streams (a daemon that abandoned the export would
+    // exit then): the stop waits for the export.
+    wait_until_waiting_for_the_export(&mut daemon);
     gate.allow(held);
     // Later opens (the directory, synced after the rename) go through.
     thread::spawn(move || {
@@ -341,22 +344,27 @@ fn hardening_a_shutdown_never_loses_a_marks_file() {
     let status = daemon.wait();
     assert!(status.success(), "{status}: {}", daemon.log());
     assert!(!marks_dir.join("m.lock").exists(), "a lock file was left: {}", daemon.log());
-    assert_eq!(std::fs::read(&marks).expect("the marks file"), format!(":1 {}\n", blob_id(b"abc")).into_bytes());
+    assert_eq!(std::fs::read(&marks).expect("the marks file"), format!(":1 {}\n", sha1_blob_id(b"abc")).into_bytes());
     let status = crate::util::wait_with_timeout(&mut child, WAIT, "connect".as_ref());
     assert!(status.success(), "{status}: {}", escape(&stderr.join().unwrap()));
 }
 
-/// The id git gives a blob of `content`.
-fn blob_id(content: &[u8]) -> String {
-    let mut child = Command::new("git")
-        .args(["hash-object", "--stdin"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(content).unwrap();
-    let out = child.wait_with_output().unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+/// Waits until the daemon's stop waits for the exports in progress: its main thread, which waits for cut streams
+/// in `poll`, then sleeps on the export gate's condition variable (a futex).
+fn wait_until_waiting_for_the_export(daemon: &mut Daemon) {
+    let syscall = format!("/proc/{}/syscall", daemon.child.id());
+    let start = Instant::now();
+    loop {
+        let now = std::fs::read_to_string(&syscall).unwrap_or_default();
+        if now.split(' ').next() == Some(libc::SYS_futex.to_string().as_str()) {
+            return;
+        }
+        if let Some(status) = daemon.child.try_wait().expect("try_wait") {
+            panic!("the daemon exited ({status}) with an export in progress:\n{}", daemon.log());
+        }
+        assert!(start.elapsed() < WAIT, "the stop never waited for the export ({now}):\n{}", daemon.log());
+        thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// A directory every uid may traverse, for a socket that clients of another uid must reach; removed on drop.
@@ -377,11 +385,9 @@ const NOBODY: u32 = 65534;
 /// A flood of connections from a uid the daemon refuses costs no thread or slot and no log flood: at most one
 /// line a second, with counts that add up; an admitted client is served meanwhile. (Before: one line each.)
 #[test]
+#[ignore = "needs root: .ci/run runs it with --ignored"]
 fn hardening_a_flood_of_refused_peers_is_cheap_and_logged_with_counts() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("hardening_a_flood_of_refused_peers_is_cheap_and_logged_with_counts: not root; skipped");
-        return;
-    }
+    skip_unless!(is_root(), "needs root");
     let fixture = Fixture::Basic;
     let dir = shared_dir("refused-flood");
     let socket = dir.path().join("socket");
@@ -403,7 +409,7 @@ fn hardening_a_flood_of_refused_peers_is_cheap_and_logged_with_counts() {
         assert!(out.stderr.starts_with(b"fatal: "), "{}", escape(&out.stderr));
     }
     let elapsed = start.elapsed();
-    crate::server::join_within(admitted, WAIT, "the admitted client");
+    join_within(admitted, WAIT, "the admitted client");
     assert_eq!(daemon.stat("connections_refused"), flood);
     daemon.signal(rustix::process::Signal::TERM);
     assert!(daemon.wait().success());
@@ -419,16 +425,11 @@ fn hardening_a_flood_of_refused_peers_is_cheap_and_logged_with_counts() {
 
 /// A peer in a pid namespace the daemon cannot see has pid 0 in SO_PEERCRED: it is served, with its real uid.
 #[test]
+#[ignore = "needs root: .ci/run runs it with --ignored"]
 fn hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0: not root; skipped");
-        return;
-    }
+    skip_unless!(is_root(), "needs root");
     let works = Command::new("unshare").args(["--pid", "--fork", "true"]).status().is_ok_and(|s| s.success());
-    if !works {
-        eprintln!("hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0: unshare --pid fails here; skipped");
-        return;
-    }
+    skip_unless!(works, "unshare --pid fails here");
     let fixture = Fixture::Basic;
     let dir = TempDir::new("pidns");
     let socket = dir.path().join("socket");
@@ -438,10 +439,7 @@ fn hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0() {
     cmd.arg("--git-dir").arg(fixture.git_dir());
     let mut daemon = Daemon::from_command(cmd, &socket);
     daemon.wait_until_listening();
-    if !daemon.log().contains(" pid=1 ") {
-        eprintln!("hardening_a_peer_the_daemon_cannot_see_is_served_with_pid_0: no pid namespace; skipped");
-        return;
-    }
+    skip_unless!(daemon.log().contains(" pid=1 "), "no pid namespace");
     let stream = mixed_stream(14);
     assert_bytes_eq("peer outside", &direct(fixture, &stream, false, &[]).stdout, &plain(&socket, stream));
     daemon.wait_for_log(" kind=plain uid=0 pid=0 ");
@@ -490,11 +488,9 @@ fn fake_daemon_received(mut child: std::process::Child) -> (usize, usize) {
 /// `connect` checks who listens before handing over its fds: a socket created by another uid (not root) gets
 /// nothing, unless --server-uid names that uid.
 #[test]
+#[ignore = "needs root: .ci/run runs it with --ignored"]
 fn hardening_connect_hands_nothing_to_a_daemon_of_another_uid() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("hardening_connect_hands_nothing_to_a_daemon_of_another_uid: not root; skipped");
-        return;
-    }
+    skip_unless!(is_root(), "needs root");
     let dir = shared_dir("server-uid");
     let socket = dir.path().join("socket");
     let other = 12345;
@@ -648,7 +644,7 @@ fn blob_and_cat(mark: u64, content: &str) -> String {
 
 /// git's answer to `cat-blob` of a blob of `content`.
 fn cat_blob_answer(content: &str) -> Vec<u8> {
-    format!("{} blob {}\n{content}\n", blob_id(content.as_bytes()), content.len()).into_bytes()
+    format!("{} blob {}\n{content}\n", sha1_blob_id(content.as_bytes()), content.len()).into_bytes()
 }
 
 /// A stream may define at most --max-stream-blobs distinct blobs and spill at most --max-spill-bytes of them, in
@@ -743,7 +739,7 @@ fn hardening_a_spilled_blob_is_served_without_allocating_its_length() {
     let mut stream = format!("blob\nmark :1\ndata {size}\n").into_bytes();
     stream.extend_from_slice(&content);
     stream.extend_from_slice(b"\ncat-blob :1\ncat-blob :1\n");
-    let mut expected = format!("{} blob {size}\n", blob_id(&content)).into_bytes();
+    let mut expected = format!("{} blob {size}\n", sha1_blob_id(&content)).into_bytes();
     expected.extend_from_slice(&content);
     expected.push(b'\n');
     let expected = expected.repeat(2);

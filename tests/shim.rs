@@ -5,54 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use crate::server::Daemon;
+use crate::util::daemon::Daemon;
+use crate::util::shim::Shim;
 use crate::util::{CAT_BLOBD, Output, Run, TempDir, assert_bytes_eq, assert_same_as_git, clean_git_env, escape};
-
-/// The `git` link, in its own directory, and the log of what it did.
-struct Shim {
-    dir: TempDir,
-}
-
-impl Shim {
-    fn new() -> Shim {
-        let dir = TempDir::new("shim");
-        let out = Command::new(CAT_BLOBD).arg("shim").arg(dir.path().join("bin")).output().expect("cat-blobd shim");
-        assert!(out.status.success(), "cat-blobd shim: {}", escape(&out.stderr));
-        let expected = format!("export PATH={}:\"$PATH\"\n", dir.path().join("bin").display());
-        assert_bytes_eq("the PATH line", expected.as_bytes(), &out.stdout);
-        Shim { dir }
-    }
-
-    fn bin(&self) -> PathBuf {
-        self.dir.path().join("bin")
-    }
-
-    /// The shim first, then the PATH the other tests use (with `CAT_BLOBD_TEST_GIT`'s git first when it is set),
-    /// so that the shim's real git is the git under test.
-    fn path(&self) -> String {
-        let rest = crate::util::test_git_path().map(|p| p.to_owned()).or_else(|| std::env::var_os("PATH"));
-        format!("{}:{}", self.bin().display(), rest.unwrap_or_default().to_string_lossy())
-    }
-
-    fn log_file(&self) -> PathBuf {
-        self.dir.path().join("log")
-    }
-
-    /// The log's lines since the last call.
-    fn take_log(&self) -> String {
-        let log = std::fs::read_to_string(self.log_file()).unwrap_or_default();
-        let _ = std::fs::remove_file(self.log_file());
-        log
-    }
-
-    /// `git args` through the shim.
-    fn git(&self, args: &[&str]) -> Run {
-        args.iter()
-            .fold(Run::new("git"), |run, arg| run.arg(arg))
-            .env("PATH", self.path())
-            .env("CAT_BLOBD_SHIM_LOG", self.log_file())
-    }
-}
 
 /// `git args` with the real git.
 fn real_git(args: &[&str]) -> Run {
@@ -236,9 +191,7 @@ fn shim_leaves_what_cat_blobd_would_answer_differently_to_git() {
         &["--config-env=user.name=UNSET_VARIABLE", "cat-file", "--batch"],
         &["-C", "no-such-dir", "cat-file", "--batch"],
         &["--git-dir"],
-        &["cat-file", "-p", "HEAD@{0}"],
-        &["cat-file", "-p", ":a.txt"],
-        &["cat-file", "-p", "HEAD^{/first}"],
+        &["cat-file", "-p", "HEAD:./a.txt"],
         &["cat-file", "--textconv", "HEAD:a.txt"],
         &["-c", "core.abbrev=12", "cat-file", "--batch"],
         &["-c", "core.bare=true", "cat-file", "--use-mailmap", "-p", "HEAD"],
@@ -254,6 +207,17 @@ fn shim_leaves_what_cat_blobd_would_answer_differently_to_git() {
     ] {
         let stream = if args.contains(&"fast-import") { fast_import_stream() } else { batch_input() };
         both_ways(&shim, top, args, &stream, "git");
+    }
+}
+
+/// The name forms cat-file's own parser resolves (reflogs, the index, searches) are cat-blobd's, whatever the shim
+/// once thought of them.
+#[test]
+fn shim_answers_the_name_forms_cat_file_resolves() {
+    let shim = Shim::new();
+    let top = repo();
+    for name in ["HEAD@{0}", ":a.txt", ":0:a.txt", "HEAD^{/first}", ":/first", "@{-1}"] {
+        both_ways(&shim, top, &["cat-file", "-p", name], b"", "cat-blobd");
     }
 }
 
@@ -487,7 +451,7 @@ fn shim_uses_the_daemon_and_falls_back_when_it_is_gone() {
     assert_same_as_git("the daemon is gone", &git, &ours);
     assert_eq!(shim.take_log(), "cat-blobd cat-file --batch\n");
 
-    let not_a_socket = shim.dir.path().join("plain-file");
+    let not_a_socket = shim.dir().join("plain-file");
     std::fs::write(&not_a_socket, "").unwrap();
     let ours = through(&not_a_socket);
     assert_same_as_git("a path that is no socket", &git, &ours);

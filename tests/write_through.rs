@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::util::case::{Case, Source, StderrMatch, assert_same_repository, case};
 use crate::util::{
     CAT_BLOBD, Fixture, Output, Rng, Run, TempDir, assert_bytes_eq, clean_git_env, escape, git,
-    hang_up_after_first_bytes, parse_responses, read_all, rev_parse, scratch_repo, wait_with_timeout,
+    hang_up_after_first_bytes_and, parse_responses, read_all, rev_parse, scratch_repo, wait_with_timeout,
 };
 
 const IDENT: &str = "C O Mitter <c@example.com> 1700000000 +0000";
@@ -465,6 +465,20 @@ fn children(pid: u32) -> Vec<i32> {
     kids
 }
 
+/// Waits until process `pid` (not a child of ours) has exited: it is gone, or a zombie nobody reaped.
+fn wait_for_exit_of(pid: i32, what: &str) {
+    let start = std::time::Instant::now();
+    loop {
+        match fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // The state follows the command's closing parenthesis.
+            Ok(stat) if !stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')) => {}
+            _ => return,
+        }
+        assert!(start.elapsed() < WAIT, "{what}: git {pid} still runs after {WAIT:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn commit(branch: &str, mark: u64) -> String {
     format!(
         "commit refs/heads/{branch}\nmark :{mark}\ncommitter {IDENT}\ndata 0\nM 100644 inline f{mark}\ndata 1\nx\n\n"
@@ -515,11 +529,19 @@ fn frontend_gone_mid_stream() {
         } else {
             spawn_cat_blobd(&repo, &["--export-marks=m"])
         };
-        let (status, stderr) = hang_up_after_first_bytes(&mut child, stream.clone().into_bytes(), WAIT, who);
+        // cat-blobd's git, running by the time the get-mark answer is out.
+        let mut gits = Vec::new();
+        let (status, stderr) =
+            hang_up_after_first_bytes_and(&mut child, stream.clone().into_bytes(), WAIT, who, |child| {
+                gits = children(child.id());
+            });
         assert_eq!(status.signal(), Some(libc::SIGPIPE), "{who}: {status} {}", escape(&stderr));
         assert!(stderr.is_empty(), "{who}: {}", escape(&stderr));
-        // Give an orphaned git the time to do what it would (it must not be there to do anything).
-        std::thread::sleep(Duration::from_millis(300));
+        assert!(who == "git" || gits.len() == 1, "cat-blobd runs one git: {gits:?}");
+        // An orphaned git would finish the import on its own: whatever it does is done once it has exited.
+        for git in gits {
+            wait_for_exit_of(git, who);
+        }
         assert!(!repo.join("m").exists(), "{who}: no marks after SIGPIPE");
         assert!(git_out(&repo, &["for-each-ref"]).is_empty(), "{who}: no ref after SIGPIPE");
     }

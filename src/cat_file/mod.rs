@@ -34,6 +34,9 @@ pub struct Repo<'a> {
     /// The git directory and the common one (they differ in linked worktrees), for references.
     pub git_dir: &'a Path,
     pub common_dir: &'a Path,
+    /// `$GIT_INDEX_FILE`, the index `:<path>` reads instead of `<git-dir>/index` (relative: to the top of the
+    /// work tree, where git runs).
+    pub index_file: Option<&'a Path>,
     /// `core.quotePath`, for `-p` of trees.
     pub quote_path: bool,
     /// Where `--use-mailmap` reads the mailmap.
@@ -169,6 +172,7 @@ pub fn run(
         store: repo.store,
         refs,
         resolver: &mut resolver,
+        index_file: index_file(repo),
         follow_symlinks: args.follow_symlinks,
         compat_object_format: repo.compat_object_format,
         messages,
@@ -195,6 +199,18 @@ pub fn run(
         }
     }
     outcome
+}
+
+/// The index file of `repo`: `$GIT_INDEX_FILE` as git reads it, from the top of the work tree (the git
+/// directory's parent when it is a `.git`; a bare repository's commands run where they were started).
+fn index_file(repo: &Repo<'_>) -> std::path::PathBuf {
+    match repo.index_file {
+        Some(file) if file.is_relative() && repo.git_dir.file_name().is_some_and(|name| name == ".git") => {
+            repo.git_dir.parent().map_or_else(|| file.to_owned(), |top| top.join(file))
+        }
+        Some(file) => file.to_owned(),
+        None => repo.git_dir.join("index"),
+    }
 }
 
 /// `-t`, `-s`, `-e`, `-p` and `<type> <object>`: one object, one write.

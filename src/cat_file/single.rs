@@ -49,7 +49,10 @@ pub(crate) fn run(
             let not_valid = || CatFileError::git(format!("Not a valid object name {}", Bytes(name)));
             let object = store.read(&id, names.resolver)?.ok_or_else(not_valid)?;
             if object.kind == Kind::Tree {
-                out.push(print_tree::ls_tree(&object.data, store.object_hash(), quote_path)?);
+                let mut listing = Vec::new();
+                let listed = print_tree::ls_tree(&object.data, store.object_hash(), quote_path, &mut listing);
+                out.push(listing);
+                listed.map_err(NameError::from)?;
             } else {
                 push_mapped(out, mailmap, object.kind, object.data);
             }
@@ -118,7 +121,9 @@ fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFil
             | NameError::Reflog(_)
             | NameError::NotInIndex(_)
             | NameError::NotAtStage { .. }
-            | NameError::Read(_)),
+            | NameError::Read(_)
+            | NameError::Tree(_)
+            | NameError::Index(_)),
         ) => Err(err.into()),
         Err(_) => Err(CatFileError::git(format!("Not a valid object name {}", Bytes(name)))),
     }

@@ -4,3 +4,4 @@ pub(crate) mod quote;
 pub mod sigset;
 pub(crate) mod strerror;
 pub(crate) mod strtoumax;
+pub mod tree_entry;

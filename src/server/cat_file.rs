@@ -29,6 +29,8 @@ pub(super) fn run(
         store: &state.store,
         git_dir: &state.repo.git_dir,
         common_dir: &state.repo.common_dir,
+        // A client's environment stays with it: the shim does not send a `GIT_INDEX_FILE` here.
+        index_file: None,
         quote_path: state.repo.config.quote_path,
         mailmap: &state.repo.config.mailmap,
         compat_object_format: state.repo.compat_object_format,

@@ -51,7 +51,9 @@ pub(super) fn answer(plan: &Plan) -> Answered {
     }
     // A daemon reads its own repository with its own settings: only a command line whose global options change
     // neither (a `-C` aside: the daemon works in the client's directory) goes there.
-    let daemon_can_answer = !plan.inherits_config && plan.steps.iter().all(|step| matches!(step, Step::Chdir(_)));
+    let daemon_can_answer = !plan.inherits_config
+        && plan.steps.iter().all(|step| matches!(step, Step::Chdir(_)))
+        && std::env::var_os("GIT_INDEX_FILE").is_none_or(|file| file.is_empty());
     if let Some(socket) = std::env::var_os("CAT_BLOBD_SOCKET").filter(|socket| !socket.is_empty() && daemon_can_answer)
     {
         match client::connect(&PathBuf::from(socket), None, stream_args.clone()) {

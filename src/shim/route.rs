@@ -99,12 +99,9 @@ fn cat_file_answers(args: &[OsString]) -> bool {
         && (parsed.batch.is_some() || parsed.rest.iter().all(|name| !unresolved_name_form(name)))
 }
 
-/// A name cat-blobd may refuse (reflog and `@{…}` forms, `:/text` and `^{/text}` searches, index paths,
-/// paths relative to the current directory): a superset of what `cat_file::names` refuses, decided without
-/// the repository.
+/// A name of a form cat-blobd may refuse, as `cat_file::names` itself finds it without the repository.
 fn unresolved_name_form(name: &[u8]) -> bool {
-    let has = |needle: &[u8]| name.windows(needle.len()).any(|window| window == needle);
-    name.starts_with(b":") || has(b"@{") || has(b"^{/") || has(b":./") || has(b":../")
+    crate::cat_file::names::refusable(name).is_some()
 }
 
 /// fast-import's arguments as cat-blobd takes them: each a `--` flag (git's `parse_argv` refuses anything else
@@ -136,6 +133,9 @@ mod tests {
     fn cat_file_and_fast_import_are_answered_the_rest_goes_to_git() {
         assert!(plan_of(&["-C", "x", "cat-file", "--batch-check"]).is_some_and(|plan| plan.is_cat_file()));
         assert!(plan_of(&["cat-file", "-p", "HEAD:file"]).is_some());
+        for answered in ["HEAD@{1}", "@{-1}", ":file", ":2:file", ":/message", "HEAD^{/message}"] {
+            assert!(plan_of(&["cat-file", "-p", answered]).is_some(), "{answered}");
+        }
         assert!(plan_of(&["--git-dir=g", "fast-import", "--quiet", "--cat-blob-fd=3"]).is_some());
         assert!(plan_of(&["-c", "user.name=x", "cat-file", "-t", "HEAD"]).is_some());
         assert!(plan_of(&["-c", "mailmap.file=m", "cat-file", "--batch", "--use-mailmap"]).is_some());
@@ -146,10 +146,10 @@ mod tests {
             &["-p", "cat-file", "-p", "HEAD"],
             &["cat-file", "--textconv", "HEAD:f"],
             &["cat-file", "--frobnicate"],
-            &["cat-file", "-p", "HEAD@{1}"],
-            &["cat-file", "-p", ":file"],
-            &["cat-file", "-p", "HEAD^{/message}"],
+            &["cat-file", "-p", "HEAD@{yesterday}"],
+            &["cat-file", "-p", "@{upstream}"],
             &["cat-file", "-p", "HEAD:./file"],
+            &["cat-file", "-p", ":../file"],
             &["fast-import", "--threads=2"],
             &["fast-import", "--git-dir=x"],
             &["fast-import", "--cat-blob-fd", "3"],

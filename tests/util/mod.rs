@@ -13,6 +13,10 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 pub mod case;
+pub mod cat_file;
+pub mod daemon;
+pub mod shim;
+pub mod skip;
 mod test_git;
 
 pub use test_git::{messages_differ_in_case, test_git_path, test_git_version};
@@ -112,7 +116,8 @@ pub fn build_with_script(script_path: &str, label: &str) -> PathBuf {
     root
 }
 
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// The 64-bit FNV-1a hash, to name a cached build by its inputs.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
@@ -196,6 +201,28 @@ pub fn all_objects(fixture: Fixture) -> Vec<(String, String)> {
 /// Every blob the repository reaches, in pack order.
 pub fn blobs(fixture: Fixture) -> Vec<String> {
     all_objects(fixture).into_iter().filter(|(_, ty)| ty == "blob").map(|(id, _)| id).collect()
+}
+
+/// Blobs of `fixture` stored as loose objects, sorted (at least three: the tests that damage them need some).
+pub fn loose_blobs(fixture: Fixture) -> Vec<String> {
+    let blobs: std::collections::HashSet<String> = blobs(fixture).into_iter().collect();
+    let mut loose = Vec::new();
+    for dir in fs::read_dir(fixture.git_dir().join("objects")).expect("objects") {
+        let dir = dir.expect("entry").path();
+        let name = dir.file_name().expect("name").to_string_lossy().into_owned();
+        if name.len() != 2 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        for file in fs::read_dir(&dir).expect("fan-out dir") {
+            let id = format!("{name}{}", file.expect("entry").file_name().to_string_lossy());
+            if blobs.contains(&id) {
+                loose.push(id);
+            }
+        }
+    }
+    loose.sort();
+    assert!(loose.len() >= 3, "{} has loose blobs", fixture.name());
+    loose
 }
 
 /// Removes every `GIT_*` variable the test process may have inherited and pins git's configuration. With
@@ -417,10 +444,23 @@ pub fn hang_up_after_first_bytes(
     timeout: Duration,
     what: &str,
 ) -> (ExitStatus, Vec<u8>) {
+    hang_up_after_first_bytes_and(child, input, timeout, what, |_| {})
+}
+
+/// [`hang_up_after_first_bytes`], calling `after_first` with the child once its first bytes are read (to see
+/// what it runs then), before closing its stdout.
+pub fn hang_up_after_first_bytes_and(
+    child: &mut Child,
+    input: Vec<u8>,
+    timeout: Duration,
+    what: &str,
+    after_first: impl FnOnce(&Child),
+) -> (ExitStatus, Vec<u8>) {
     let feeder = feed_stdin(child, input);
     let mut stdout = child.stdout.take().expect("stdout");
     let mut first = [0u8; 100];
     stdout.read_exact(&mut first).unwrap_or_else(|err| panic!("{what}: the first bytes: {err}"));
+    after_first(child);
     drop(stdout);
     let stderr = read_all(child.stderr.take().expect("stderr"));
     let status = wait_with_timeout(child, timeout, what.as_ref());

@@ -4,6 +4,8 @@
 use gix_hash::ObjectId;
 use gix_object::Kind;
 
+use super::forms::Form;
+use crate::git_compat::tree_entry::Malformed;
 use crate::store::ReadError;
 
 /// Why a name names no object.
@@ -36,7 +38,7 @@ pub enum NameError {
     NotAtStage { path: Vec<u8>, stage: u8, found: u8 },
     /// A form of name that cat-blobd does not resolve.
     #[error("cat-blobd cat-file does not support {form} in object names: '{}'", crate::fatal::Bytes(.name))]
-    Unsupported { form: &'static str, name: Vec<u8> },
+    Unsupported { form: Form, name: Vec<u8> },
     /// `--follow-symlinks`: a symlink whose target is not in the tree (git's `DANGLING_SYMLINK`).
     #[error("dangling symlink")]
     Dangling,
@@ -51,6 +53,12 @@ pub enum NameError {
     OutOfTree(Vec<u8>),
     #[error(transparent)]
     Read(#[from] ReadError),
+    /// A tree whose entries git's tree-walk cannot decode, met on the way: git dies with this message.
+    #[error(transparent)]
+    Tree(#[from] Malformed),
+    /// An index file that does not read: git dies with this message.
+    #[error(transparent)]
+    Index(#[from] super::index::IndexError),
     /// An object that gix-object cannot parse where git needs to look into it (a commit's tree, a tag's target).
     #[error("cannot parse {kind} {id}")]
     Unparsable { id: ObjectId, kind: Kind },

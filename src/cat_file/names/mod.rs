@@ -7,7 +7,9 @@
 //! step fails with the one `error::NameError`.
 mod ambiguous;
 mod error;
+mod forms;
 mod index;
+mod ref_rules;
 mod reflog;
 mod resolve;
 mod search;
@@ -15,4 +17,5 @@ mod symlinks;
 mod walk;
 
 pub use error::NameError;
+pub use forms::{Form, refusable};
 pub use resolve::{Names, Resolved};

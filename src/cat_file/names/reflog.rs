@@ -2,22 +2,10 @@
 //! reference had `n` updates ago, read from its reflog (`logs/<ref>`, one `<old> <new> …` line per update,
 //! newest last). `@{0}` is the reference's value even without a reflog (a bare repository keeps none), and a
 //! reflog with too few entries is fatal with git's message.
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
-
 use gix_hash::ObjectId;
 
 use super::error::NameError;
-
-/// git's `ref_rev_parse_rules`, the order in which a short name is tried as a reference.
-const RULES: [(&str, &str); 6] = [
-    ("", ""),
-    ("refs/", ""),
-    ("refs/tags/", ""),
-    ("refs/heads/", ""),
-    ("refs/remotes/", ""),
-    ("refs/remotes/", "/HEAD"),
-];
+use super::ref_rules;
 
 /// A reference's reflog: its full name and what it names now.
 pub(crate) struct Log {
@@ -28,11 +16,10 @@ pub(crate) struct Log {
 /// git's `repo_dwim_log`: the first reference, by git's rules, that `name` names and that has a reflog (its
 /// own, or that of the reference a symbolic one points at).
 pub(crate) fn find(refs: &gix_ref::file::Store, name: &[u8]) -> Option<Log> {
-    for (prefix, suffix) in RULES {
-        let full = [prefix.as_bytes(), name, suffix.as_bytes()].concat();
+    for full in ref_rules::expansions(name) {
         let Some((target, current)) = resolve(refs, &full) else { continue };
         for candidate in [&full, &target] {
-            if log_path(refs, candidate).is_file() {
+            if exists(refs, candidate) {
                 return Some(Log { name: candidate.clone(), current });
             }
         }
@@ -46,21 +33,32 @@ pub(crate) fn of_head(refs: &gix_ref::file::Store) -> Option<Log> {
     Some(Log { name, current })
 }
 
+/// The `(old, new)` ids of each entry of the reflog of `name`, newest first, read by gix-ref. Like git's
+/// `for_each_reflog_ent`, a line that does not parse is skipped, and a log that cannot be opened or read has
+/// no entries (git's `read_ref_at` then says the log is empty).
+fn entries(refs: &gix_ref::file::Store, name: &[u8]) -> Vec<(ObjectId, ObjectId)> {
+    let mut buf = Vec::new();
+    let Some(full) = full_name(name) else { return Vec::new() };
+    let Ok(Some(lines)) = refs.reflog_iter(full, &mut buf) else { return Vec::new() };
+    let mut entries: Vec<(ObjectId, ObjectId)> =
+        lines.filter_map(Result::ok).map(|line| (line.previous_oid(), line.new_oid())).collect();
+    entries.reverse();
+    entries
+}
+
+/// Does `name` have a reflog (a file; git's `files_reflog_exists`)?
+fn exists(refs: &gix_ref::file::Store, name: &[u8]) -> bool {
+    full_name(name).is_some_and(|full| refs.reflog_exists(full).unwrap_or(false))
+}
+
+fn full_name(name: &[u8]) -> Option<&gix_ref::FullNameRef> {
+    <&gix_ref::FullNameRef>::try_from(gix_object::bstr::BStr::new(name)).ok()
+}
+
 /// The id `log` had `nth` updates ago. `shown` is the name git's messages use (the name as given, or the
 /// branch's short name for `@{<n>}`).
 pub(crate) fn nth(refs: &gix_ref::file::Store, log: &Log, nth: usize, shown: &[u8]) -> Result<ObjectId, NameError> {
-    let text = std::fs::read(log_path(refs, &log.name)).unwrap_or_default();
-    // (old, new) per entry, newest first.
-    let entries: Vec<(ObjectId, ObjectId)> = text
-        .split(|&b| b == b'\n')
-        .rev()
-        .filter_map(|line| {
-            let mut fields = line.splitn(3, |&b| b == b' ');
-            let old = ObjectId::from_hex(fields.next()?).ok()?;
-            let new = ObjectId::from_hex(fields.next()?).ok()?;
-            Some((old, new))
-        })
-        .collect();
+    let entries = entries(refs, &log.name);
     let fatal = |message: String| NameError::Reflog(message);
     if entries.is_empty() {
         return match nth {
@@ -81,22 +79,24 @@ pub(crate) fn nth(refs: &gix_ref::file::Store, log: &Log, nth: usize, shown: &[u
 /// A lookup by date in a reflog without entries: git's `read_ref_at` dies saying so. `None` when there are
 /// entries (cat-blobd does not look them up by date).
 pub(crate) fn by_date_if_empty(refs: &gix_ref::file::Store, log: &Log) -> Option<NameError> {
-    let text = std::fs::read(log_path(refs, &log.name)).unwrap_or_default();
-    let empty = !text.split(|&b| b == b'\n').any(|line| !line.is_empty());
+    let empty = entries(refs, &log.name).is_empty();
     empty.then(|| NameError::Reflog(format!("log for {} is empty", crate::fatal::Bytes(&log.name))))
 }
 
 /// `@{-<n>}` (git's `interpret_nth_prior_checkout`): the branch (or id) HEAD was on before the `n`-th newest
 /// `checkout: moving from <a> to <b>` in HEAD's reflog.
 pub(crate) fn nth_prior_checkout(refs: &gix_ref::file::Store, n: usize) -> Option<Vec<u8>> {
-    let text = std::fs::read(log_path(refs, b"HEAD")).ok()?;
-    let mut moves = text.split(|&b| b == b'\n').rev().filter_map(|line| {
-        let message = &line[memchr::memchr(b'\t', line)? + 1..];
-        let from = message.strip_prefix(b"checkout: moving from ")?;
-        let to = memchr::memmem::find(from, b" to ")?;
-        Some(from[..to].to_vec())
-    });
-    moves.nth(n.checked_sub(1)?)
+    let mut buf = Vec::new();
+    let lines = refs.reflog_iter(full_name(b"HEAD")?, &mut buf).ok()??;
+    let moves: Vec<Vec<u8>> = lines
+        .filter_map(Result::ok)
+        .filter_map(|line| {
+            let from = line.message.strip_prefix(b"checkout: moving from ")?;
+            let to = memchr::memmem::find(from, b" to ")?;
+            Some(from[..to].to_vec())
+        })
+        .collect();
+    moves.into_iter().rev().nth(n.checked_sub(1)?)
 }
 
 /// The name of the log, as git's messages about `@{<n>}` give it: a branch by its short name, else `HEAD`.
@@ -123,17 +123,4 @@ fn resolve(refs: &gix_ref::file::Store, full: &[u8]) -> Option<(Vec<u8>, ObjectI
         }
     }
     None
-}
-
-/// Where the reflog of `name` is: HEAD's with the repository (a worktree's own), the others with the refs.
-fn log_path(refs: &gix_ref::file::Store, name: &[u8]) -> PathBuf {
-    let base: &Path = match name {
-        b"HEAD" => refs.git_dir(),
-        _ => refs.common_dir().unwrap_or(refs.git_dir()),
-    };
-    let mut path = base.join("logs");
-    for component in name.split(|&b| b == b'/') {
-        path.push(std::ffi::OsStr::from_bytes(component));
-    }
-    path
 }

@@ -10,9 +10,10 @@ use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup
 
 use super::ambiguous::{self, Needs};
 use super::error::NameError;
+use super::forms::{self, Form};
 use super::symlinks::{self, Followed};
 use super::walk;
-use super::{index, reflog, search};
+use super::{index, ref_rules, reflog, search};
 use crate::cat_file::output::Messages;
 use crate::store::{PrefixMatch, Resolver, Store};
 
@@ -28,6 +29,8 @@ pub struct Names<'a> {
     pub store: &'a Store,
     pub refs: gix_ref::file::Store,
     pub resolver: &'a mut Resolver,
+    /// The index file `:<path>` reads (`$GIT_INDEX_FILE`, else `<git-dir>/index`).
+    pub index_file: std::path::PathBuf,
     /// `--follow-symlinks`: `<rev>:<path>` follows symlinks inside the tree.
     pub follow_symlinks: bool,
     /// `extensions.compatObjectFormat` is set: ids of the other hash's length are refused by name.
@@ -48,10 +51,7 @@ impl Names<'_> {
         if self.compat_object_format
             && name.iter().take_while(|b| b.is_ascii_hexdigit()).count() == other_hash_hex_len(hash)
         {
-            return Err(NameError::Unsupported {
-                form: "ids in the compatibility hash (extensions.compatObjectFormat)",
-                name: name.to_vec(),
-            });
+            return Err(NameError::Unsupported { form: Form::CompatHash, name: name.to_vec() });
         }
         let mut spec = Spec {
             names: self,
@@ -109,19 +109,10 @@ impl Names<'_> {
 
     /// How many of git's `ref_rev_parse_rules` name an existing ref for `name` (git's `repo_dwim_ref` count).
     fn rule_matches(&self, name: &[u8]) -> usize {
-        let rules: [(&[u8], &[u8]); 5] = [
-            (b"refs/", b""),
-            (b"refs/tags/", b""),
-            (b"refs/heads/", b""),
-            (b"refs/remotes/", b""),
-            (b"refs/remotes/", b"/HEAD"),
-        ];
         let exact =
             usize::from(name.starts_with(b"refs/") || name.iter().all(|b| b.is_ascii_uppercase() || *b == b'_'));
-        let expanded = rules
-            .iter()
-            .filter(|(prefix, suffix)| {
-                let full = [prefix, name, suffix].concat();
+        let expanded = ref_rules::prefixed(name)
+            .filter(|full| {
                 let full: &gix_object::bstr::BStr = full.as_slice().into();
                 let Ok(full) = <&gix_ref::FullNameRef>::try_from(full) else { return false };
                 self.refs.try_find(full.as_partial_name()).ok().flatten().is_some_and(|r| r.name.as_ref() == full)
@@ -215,7 +206,7 @@ struct Spec<'n, 'a> {
     current: Option<ObjectId>,
     mode: Option<u32>,
     failure: Option<Failure>,
-    unsupported: Option<&'static str>,
+    unsupported: Option<Form>,
     /// The reference name last looked up, for a `@{<n>}` after it.
     ref_name: Option<Vec<u8>>,
     /// Does git get as far as the steps of this name, and so say what it says on the way (see [`loud`])?
@@ -237,7 +228,17 @@ fn describe_output(name: &[u8], abbrev: &[u8]) -> bool {
     !count.is_empty() && count.iter().all(u8::is_ascii_hexdigit) && ref_ok
 }
 
-fn stop() -> gix_error::Error {
+/// The form of a reflog lookup that is refused: by date.
+pub(super) fn reflog_form(query: &ReflogLookup) -> Option<Form> {
+    matches!(query, ReflogLookup::Date(_)).then_some(Form::ReflogDate)
+}
+
+/// The form of `@{upstream}` and `@{push}` that is refused: both.
+pub(super) fn sibling_form(_kind: SiblingBranch) -> Option<Form> {
+    Some(Form::SiblingBranch)
+}
+
+pub(super) fn stop() -> gix_error::Error {
     use gix_error::ErrorExt;
     gix_error::message("the name does not resolve").raise()
 }
@@ -249,7 +250,7 @@ impl Spec<'_, '_> {
         Ok(())
     }
 
-    fn unsupported(&mut self, form: &'static str) -> gix_error::Result {
+    fn unsupported(&mut self, form: Form) -> gix_error::Result {
         self.unsupported.get_or_insert(form);
         Err(stop())
     }
@@ -268,7 +269,7 @@ impl Spec<'_, '_> {
     /// `<rev>:<path>` (git's `get_tree_entry`, or `get_tree_entry_follow_symlinks`), keeping the entry's mode.
     fn path(&mut self, id: ObjectId, path: &[u8]) -> gix_error::Result {
         self.reached_path = true;
-        if path.starts_with(b"./") || path.starts_with(b"../") {
+        if forms::path_form(path).is_some() {
             return self.relative_path();
         }
         let store = self.names.store;
@@ -301,7 +302,7 @@ impl Spec<'_, '_> {
     /// tree. A bare repository has none, and git dies saying so; in a work tree cat-blobd does not resolve them.
     fn relative_path(&mut self) -> gix_error::Result {
         if self.names.refs.git_dir().file_name().is_some_and(|name| name == ".git") {
-            return self.unsupported("paths relative to the current directory (<rev>:./<path>)");
+            return self.unsupported(Form::RelativePath);
         }
         self.fail(NameError::RelativePath)
     }
@@ -478,7 +479,10 @@ impl delegate::Revision for Spec<'_, '_> {
             }
             ReflogLookup::Date(_) => match reflog::by_date_if_empty(refs, &log) {
                 Some(err) => self.fail(err),
-                None => self.unsupported("reflog entries by date (<ref>@{<date>})"),
+                None => match reflog_form(&query) {
+                    Some(form) => self.unsupported(form),
+                    None => Ok(()),
+                },
             },
         }
     }
@@ -501,8 +505,11 @@ impl delegate::Revision for Spec<'_, '_> {
         }
     }
 
-    fn sibling_branch(&mut self, _kind: SiblingBranch) -> gix_error::Result {
-        self.unsupported("upstream and push branches (@{upstream}, @{push})")
+    fn sibling_branch(&mut self, kind: SiblingBranch) -> gix_error::Result {
+        match sibling_form(kind) {
+            Some(form) => self.unsupported(form),
+            None => Ok(()),
+        }
     }
 }
 
@@ -562,16 +569,23 @@ impl delegate::Navigate for Spec<'_, '_> {
     }
 
     fn index_lookup(&mut self, path: &gix_object::bstr::BStr, stage: u8) -> gix_error::Result {
-        if path.starts_with(b"./") || path.starts_with(b"../") {
+        if forms::path_form(path).is_some() {
             return self.relative_path();
         }
         // Without an index (a bare repository) nothing is in it.
         let hash = self.names.store.object_hash();
-        match index::lookup(self.names.refs.git_dir(), hash, path, stage) {
-            index::Entry::Found { id, mode } => self.set_entry(id, Some(mode)),
-            index::Entry::Absent => self.fail(NameError::NotInIndex(path.to_vec())),
-            index::Entry::OtherStage(found) => self.fail(NameError::NotAtStage { path: path.to_vec(), stage, found }),
-            index::Entry::Unreadable => self.unsupported("index paths (:<path>) in a split or unknown index"),
+        match index::lookup(&self.names.index_file, hash, path, stage) {
+            Ok(index::Entry::Found { id, mode }) => self.set_entry(id, Some(mode)),
+            Ok(index::Entry::Absent) => self.fail(NameError::NotInIndex(path.to_vec())),
+            Ok(index::Entry::OtherStage(found)) => {
+                self.fail(NameError::NotAtStage { path: path.to_vec(), stage, found })
+            }
+            Err(err) => {
+                if let Some(complaint) = err.complaint() {
+                    self.names.messages.write(complaint.as_bytes());
+                }
+                self.fail(NameError::Index(err))
+            }
         }
     }
 }

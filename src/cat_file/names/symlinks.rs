@@ -3,10 +3,10 @@
 //! the directories walked; at most 40 links. gix has no such walk, so this follows git's loop step by step.
 use gix_hash::ObjectId;
 use gix_object::Kind;
-use gix_object::tree::EntryKind;
 
 use super::error::NameError;
 use super::walk;
+use crate::git_compat::tree_entry::{S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
 use crate::store::{Resolver, Store};
 
 /// git's `GET_TREE_ENTRY_FOLLOW_SYMLINKS_MAX_LINKS`.
@@ -46,7 +46,7 @@ pub(crate) fn follow(
         if let Some(id) = pending.take() {
             let Some(root) = enter(store, resolver, id, &mut parents)? else { return Ok(outcome) };
             if name.is_empty() {
-                return Ok(Followed::Found(root, EntryKind::Tree as u32));
+                return Ok(Followed::Found(root, S_IFDIR.into()));
             }
             if parents.last().is_some_and(|dir| dir.data.is_empty()) {
                 return Ok(outcome);
@@ -63,21 +63,21 @@ pub(crate) fn follow(
         }
         if first.is_empty() {
             let dir = parents.last().expect("the root is walked");
-            return Ok(Followed::Found(dir.id, EntryKind::Tree as u32));
+            return Ok(Followed::Found(dir.id, S_IFDIR.into()));
         }
         let dir = parents.last().expect("the root is walked");
-        let Some((id, kind)) = find_entry(&dir.data, store.object_hash(), &first) else { return Ok(outcome) };
-        match kind {
-            EntryKind::Tree => match remainder {
-                None => return Ok(Followed::Found(id, kind as u32)),
+        let Some((id, mode)) = find_entry(&dir.data, store.object_hash(), &first)? else { return Ok(outcome) };
+        match mode & S_IFMT {
+            S_IFDIR => match remainder {
+                None => return Ok(Followed::Found(id, mode.into())),
                 Some(rest) => {
                     name = rest;
                     pending = Some(id);
                 }
             },
-            EntryKind::Blob | EntryKind::BlobExecutable if remainder.is_some() => return Ok(Followed::NotDir),
-            EntryKind::Blob | EntryKind::BlobExecutable => return Ok(Followed::Found(id, kind as u32)),
-            EntryKind::Link => {
+            S_IFREG if remainder.is_some() => return Ok(Followed::NotDir),
+            S_IFREG => return Ok(Followed::Found(id, mode.into())),
+            S_IFLNK => {
                 if links_left == 0 {
                     return Ok(Followed::Loop);
                 }
@@ -91,7 +91,7 @@ pub(crate) fn follow(
                 }
             }
             // git's loop never ends on a gitlink in the path; we say it is missing.
-            EntryKind::Commit => return Ok(outcome),
+            _ => return Ok(outcome),
         }
     }
 }
@@ -119,12 +119,13 @@ fn split_first(name: &mut Vec<u8>) -> (Vec<u8>, Option<Vec<u8>>) {
     }
 }
 
-/// The entry `name` of a tree, with its kind.
-fn find_entry(tree: &[u8], hash: gix_hash::Kind, name: &[u8]) -> Option<(ObjectId, EntryKind)> {
-    gix_object::TreeRefIter::from_bytes(tree, hash)
-        .filter_map(Result::ok)
-        .find(|entry| entry.filename == name)
-        .map(|entry| (entry.oid.to_owned(), entry.mode.kind()))
+/// The entry `name` (one component) of a tree, with its canonical mode, found as git finds it
+/// (`find_tree_entry`): damage on the way fails the walk.
+fn find_entry(tree: &[u8], hash: gix_hash::Kind, name: &[u8]) -> Result<Option<(ObjectId, u16)>, NameError> {
+    match walk::find_tree_entry(tree, hash, name)? {
+        walk::Step::Found(id, mode) => Ok(Some((id, mode))),
+        walk::Step::Descend(..) | walk::Step::NotFound => Ok(None),
+    }
 }
 
 /// The path to walk next when a link to `target` stands where the walk is, `remainder` still to go; an absolute

@@ -2,9 +2,10 @@
 //! trees and parents, trees to their entries). gix-object parses every object; only git's peeling rules are
 //! written here.
 use gix_hash::ObjectId;
-use gix_object::{CommitRefIter, Kind, TagRefIter, TreeRefIter};
+use gix_object::{CommitRefIter, Kind, TagRefIter};
 
 use super::error::NameError;
+use crate::git_compat::tree_entry::{Malformed, TreeDesc};
 use crate::store::{Object, Resolver, Store};
 
 /// The type of `id` (after replace refs), from headers only.
@@ -132,8 +133,8 @@ pub(crate) fn lookup_path(
         if tree.kind != Kind::Tree {
             return Ok(None);
         }
-        match find_tree_entry(&tree.data, store.object_hash(), path) {
-            Step::Found(entry, mode) => return Ok(Some((entry, Some(mode)))),
+        match find_tree_entry(&tree.data, store.object_hash(), path)? {
+            Step::Found(entry, mode) => return Ok(Some((entry, Some(mode.into())))),
             Step::Descend(entry, rest) => {
                 current = entry;
                 path = &path[path.len() - rest..];
@@ -144,41 +145,43 @@ pub(crate) fn lookup_path(
 }
 
 /// One step of git's `find_tree_entry`.
-enum Step {
-    Found(ObjectId, u32),
+pub(super) enum Step {
+    Found(ObjectId, u16),
     /// Into this subtree, with the last `usize` bytes of the path still to walk.
     Descend(ObjectId, usize),
     NotFound,
 }
 
 /// git's `find_tree_entry`: entries are compared with the start of `name` in tree order, stopping at the first
-/// that sorts after it.
-fn find_tree_entry(data: &[u8], hash: gix_hash::Kind, name: &[u8]) -> Step {
-    for entry in TreeRefIter::from_bytes(data, hash).filter_map(Result::ok) {
-        let entry_name: &[u8] = entry.filename;
-        let len = entry_name.len();
+/// that sorts after it. An entry that does not decode fails the walk where git dies (see [`TreeDesc`]).
+pub(super) fn find_tree_entry(data: &[u8], hash: gix_hash::Kind, name: &[u8]) -> Result<Step, Malformed> {
+    let entries = TreeDesc::new(data, hash);
+    entries.check_first()?;
+    for entry in entries {
+        let entry = entry?;
+        let len = entry.name.len();
         if len > name.len() {
             continue;
         }
-        match name[..len].cmp(entry_name) {
+        match name[..len].cmp(entry.name) {
             std::cmp::Ordering::Greater => continue,
             std::cmp::Ordering::Less => break,
             std::cmp::Ordering::Equal => {}
         }
-        let mode = entry.mode.kind() as u32;
+        let mode = entry.mode;
         if len == name.len() {
-            return Step::Found(entry.oid.to_owned(), mode);
+            return Ok(Step::Found(entry.id.to_owned(), mode));
         }
         if name[len] != b'/' {
             continue;
         }
-        if !entry.mode.is_tree() {
+        if !entry.is_dir() {
             break;
         }
         if len + 1 == name.len() {
-            return Step::Found(entry.oid.to_owned(), mode);
+            return Ok(Step::Found(entry.id.to_owned(), mode));
         }
-        return Step::Descend(entry.oid.to_owned(), name.len() - len - 1);
+        return Ok(Step::Descend(entry.id.to_owned(), name.len() - len - 1));
     }
-    Step::NotFound
+    Ok(Step::NotFound)
 }

@@ -21,6 +21,7 @@ use super::ObjectSource;
 use crate::fast_import::dataref::parse_mark_ref;
 use crate::fatal::Bytes;
 use crate::git_compat::quote::{quote_c_style, unquote_c_style};
+use crate::git_compat::tree_entry::{self, S_IFDIR};
 use crate::store::{Kind, ObjectId, ReadError};
 use tree::Tree;
 pub(crate) use tree::TreeCache;
@@ -87,10 +88,6 @@ pub(crate) enum LsError {
     CorruptMode(ObjectId),
 }
 
-/// `S_IFMT`, and the file types git keeps in tree modes.
-const S_IFMT: u16 = 0o170000;
-const S_IFDIR: u16 = 0o040000;
-const S_IFGITLINK: u16 = 0o160000;
 /// fast-import's internal "do not delta" bit, masked off when a mode is printed.
 const NO_DELTA: u16 = 0o4000;
 
@@ -281,11 +278,7 @@ fn print_ls(leaf: Leaf, path: &[u8], quote_path: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(100 + path.len());
     match leaf {
         Some((mode, id)) if mode != 0 => {
-            let kind = match mode & S_IFMT {
-                S_IFGITLINK => "commit",
-                S_IFDIR => "tree",
-                _ => "blob",
-            };
+            let kind = tree_entry::object_type(mode);
             write!(out, "{:06o} {kind} {id}\t", mode & !NO_DELTA).expect("writing to a Vec cannot fail");
         }
         _ => out.extend_from_slice(b"missing "),
@@ -296,7 +289,7 @@ fn print_ls(leaf: Leaf, path: &[u8], quote_path: bool) -> Vec<u8> {
 }
 
 fn is_dir(mode: u16) -> bool {
-    mode & S_IFMT == S_IFDIR
+    mode & tree_entry::S_IFMT == S_IFDIR
 }
 
 /// A tree read for `ls`, parsed in full and then kept in `trees`.

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use lru::LruCache;
 
+use crate::git_compat::tree_entry::Entries;
 use crate::store::{Data, ObjectId, oid};
 
 /// The bytes of parsed trees one stream keeps at most. git.git's largest tree (`t/`) is about 60 KiB, so this
@@ -46,7 +47,7 @@ impl Tree {
     pub(super) fn parse(id: ObjectId, data: Data, hash: gix_hash::Kind) -> Result<Tree, Corrupt> {
         let mut entries = Vec::new();
         for entry in Entries::new(&data, hash) {
-            let entry = entry?;
+            let entry = entry.map_err(|_| Corrupt)?;
             let name = entry.name.as_ptr() as usize - data.as_ptr() as usize;
             entries.push(At { mode: entry.mode, name, name_len: entry.name.len() });
         }
@@ -171,94 +172,13 @@ impl Default for TreeCache {
     }
 }
 
-/// One tree entry as git's `load_tree` reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Entry<'a> {
-    /// The mode digits as written, in 16 bits: not canonicalised (`644`, `100664`, `40755` stay as they are).
-    mode: u16,
-    name: &'a [u8],
-    id: &'a oid,
-}
-
-/// The entries of a tree object, parsed like git's `load_tree` with `parse_mode` (object.h).
-///
-/// Hand-rolled rather than `gix_object::TreeRefIter` because gix-object reads modes differently from git, and the
-/// mode is what `ls` prints: gix takes an empty mode as 0 (git: corrupt), refuses more than 7 digits (git reads
-/// any number, keeping the low 16 bits: `00000100644` is `100644`), and reports `140000` as `040000` (git prints
-/// `140000 blob`). See `gix_object_reads_modes_differently` below.
-///
-/// An entry is `<octal digits> SP <name> NUL <raw id>`. git does not bounds-check a truncated entry (it reads
-/// past the buffer and, in practice, dies with `Corrupt mode`); here any malformed entry is [`Corrupt`].
-struct Entries<'a> {
-    data: &'a [u8],
-    hash_len: usize,
-}
-
-impl<'a> Entries<'a> {
-    fn new(data: &'a [u8], hash: gix_hash::Kind) -> Entries<'a> {
-        Entries { data, hash_len: hash.len_in_bytes() }
-    }
-
-    fn parse(&self) -> Option<(Entry<'a>, &'a [u8])> {
-        let data = self.data;
-        let space = memchr::memchr(b' ', data)?;
-        let digits = &data[..space];
-        if digits.is_empty() || !digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
-            return None;
-        }
-        // `<<` drops the bits shifted out, like git's assignment to a `uint16_t`.
-        let mode = digits.iter().fold(0u16, |mode, d| (mode << 3) | u16::from(d - b'0'));
-        let rest = &data[space + 1..];
-        let nul = memchr::memchr(0, rest)?;
-        let (name, rest) = (&rest[..nul], &rest[nul + 1..]);
-        if rest.len() < self.hash_len {
-            return None;
-        }
-        let (raw, rest) = rest.split_at(self.hash_len);
-        let id = oid::try_from_bytes(raw).ok()?;
-        Some((Entry { mode, name, id }, rest))
-    }
-}
-
-impl<'a> Iterator for Entries<'a> {
-    type Item = Result<Entry<'a>, Corrupt>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.data.is_empty() {
-            return None;
-        }
-        match self.parse() {
-            Some((entry, rest)) => {
-                self.data = rest;
-                Some(Ok(entry))
-            }
-            None => {
-                self.data = &[];
-                Some(Err(Corrupt))
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    pub(in crate::fast_import::ls) use crate::git_compat::tree_entry::tests::tree_bytes;
     use crate::store::ObjectId;
 
     const SHA1: gix_hash::Kind = gix_hash::Kind::Sha1;
-
-    /// A tree's bytes from `(mode digits, name, id)` entries, in the order given (no sorting, no checks).
-    pub(in crate::fast_import::ls) fn tree_bytes(entries: &[(&str, &[u8], ObjectId)]) -> Vec<u8> {
-        let mut data = Vec::new();
-        for (mode, name, id) in entries {
-            data.extend_from_slice(mode.as_bytes());
-            data.push(b' ');
-            data.extend_from_slice(name);
-            data.push(0);
-            data.extend_from_slice(id.as_bytes());
-        }
-        data
-    }
 
     fn tree(entries: &[(&str, &[u8], ObjectId)]) -> Arc<Tree> {
         let data = tree_bytes(entries);
@@ -339,28 +259,5 @@ pub(super) mod tests {
         assert!(cache.get(&big.id).is_none());
         assert!(cache.get(&small.id).is_some());
         assert!(TreeCache::new(0).get(&small.id).is_none());
-    }
-
-    /// Why `Entries` does not use `gix_object::TreeRefIter`: these are the cases where gix-object 0.66 reads a
-    /// mode differently from git. If this test fails, gix changed, and switching to it may now be possible.
-    #[test]
-    fn gix_object_reads_modes_differently() {
-        let blob = ObjectId::from_hex(b"45b983be36b73c0788dc9cbcb76cbb80fc7bb057").unwrap();
-        let gix_mode = |mode: &str| {
-            let data = tree_bytes(&[(mode, b"n", blob)]);
-            let entry = gix_object::TreeRefIter::from_bytes(&data, SHA1).next().unwrap();
-            entry.ok().map(|e| e.mode.value())
-        };
-        let git_mode = |mode: &str| {
-            let data = tree_bytes(&[(mode, b"n", blob)]);
-            Entries::new(&data, SHA1).next().unwrap().ok().map(|e| e.mode)
-        };
-        assert_eq!((gix_mode(""), git_mode("")), (Some(0), None));
-        assert_eq!((gix_mode("140000"), git_mode("140000")), (Some(0o040000), Some(0o140000)));
-        assert_eq!((gix_mode("00000100644"), git_mode("00000100644")), (None, Some(0o100644)));
-        // Where they agree.
-        for mode in ["100644", "40000", "040000", "100664", "644", "160000", "0"] {
-            assert_eq!(gix_mode(mode), git_mode(mode), "{mode}");
-        }
     }
 }

@@ -1,0 +1,142 @@
+//! The forms of name that `resolve` may refuse (`NameError::Unsupported`), and which of them a name uses, found
+//! by the same parser (gix-revision) without a repository: the shim asks this before it answers a one-object
+//! `cat-file` itself, so that what it leaves to git and what `resolve` refuses cannot drift apart.
+use gix_hash::Prefix;
+use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
+
+/// A form of name cat-blobd does not resolve (in some repositories).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `<rev>:./<path>`, `:./<path>`: relative to where the command runs in a work tree.
+    RelativePath,
+    /// `<ref>@{<date>}` in a reflog with entries.
+    ReflogDate,
+    /// `@{upstream}`, `@{push}`.
+    SiblingBranch,
+    /// An id of the other hash's length, with `extensions.compatObjectFormat`.
+    CompatHash,
+}
+
+impl std::fmt::Display for Form {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Form::RelativePath => "paths relative to the current directory (<rev>:./<path>)",
+            Form::ReflogDate => "reflog entries by date (<ref>@{<date>})",
+            Form::SiblingBranch => "upstream and push branches (@{upstream}, @{push})",
+            Form::CompatHash => "ids in the compatibility hash (extensions.compatObjectFormat)",
+        })
+    }
+}
+
+/// The form a path after `:` uses (`<rev>:<path>`, `:<path>`), if `resolve` may refuse it.
+pub(super) fn path_form(path: &[u8]) -> Option<Form> {
+    (path.starts_with(b"./") || path.starts_with(b"../")).then_some(Form::RelativePath)
+}
+
+/// The form of `name` that `resolve` may refuse, if any: the forms refused in some repositories only (paths
+/// relative to a work tree, which a bare one refuses otherwise) count. Ids in the compatibility hash are not
+/// looked for: whether an id is one depends on the repository's configuration alone.
+pub fn refusable(name: &[u8]) -> Option<Form> {
+    let mut forms = Forms::default();
+    let _ = gix_revision::spec::parse(name.into(), &mut forms);
+    forms.found
+}
+
+/// gix-revision's delegate that resolves nothing and notes the first refused form met.
+#[derive(Default)]
+struct Forms {
+    found: Option<Form>,
+}
+
+impl Forms {
+    fn form(&mut self, form: Option<Form>) -> gix_error::Result {
+        match form {
+            Some(form) => {
+                self.found.get_or_insert(form);
+                Err(super::resolve::stop())
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl delegate::Revision for Forms {
+    fn find_ref(&mut self, _name: &gix_object::bstr::BStr) -> gix_error::Result {
+        Ok(())
+    }
+
+    fn disambiguate_prefix(&mut self, _prefix: Prefix, _hint: Option<PrefixHint<'_>>) -> gix_error::Result {
+        Ok(())
+    }
+
+    fn reflog(&mut self, query: ReflogLookup) -> gix_error::Result {
+        self.form(super::resolve::reflog_form(&query))
+    }
+
+    fn nth_checked_out_branch(&mut self, _branch_no: usize) -> gix_error::Result {
+        Ok(())
+    }
+
+    fn sibling_branch(&mut self, kind: SiblingBranch) -> gix_error::Result {
+        self.form(super::resolve::sibling_form(kind))
+    }
+}
+
+impl delegate::Navigate for Forms {
+    fn traverse(&mut self, _kind: Traversal) -> gix_error::Result {
+        Ok(())
+    }
+
+    fn peel_until(&mut self, kind: PeelTo<'_>) -> gix_error::Result {
+        match kind {
+            PeelTo::Path(path) => self.form(path_form(path)),
+            _ => Ok(()),
+        }
+    }
+
+    fn find(&mut self, _regex: &gix_object::bstr::BStr, _negated: bool) -> gix_error::Result {
+        Ok(())
+    }
+
+    fn index_lookup(&mut self, path: &gix_object::bstr::BStr, _stage: u8) -> gix_error::Result {
+        self.form(path_form(path))
+    }
+}
+
+impl delegate::Kind for Forms {
+    fn kind(&mut self, _kind: gix_revision::spec::Kind) -> gix_error::Result {
+        Ok(())
+    }
+}
+
+impl gix_revision::spec::parse::Delegate for Forms {
+    fn done(&mut self) -> gix_error::Result {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_forms_resolve_refuses_are_found_without_a_repository() {
+        for (name, form) in [
+            (&b"HEAD:./file"[..], Some(Form::RelativePath)),
+            (b":../file", Some(Form::RelativePath)),
+            (b"main@{yesterday}", Some(Form::ReflogDate)),
+            (b"@{u}", Some(Form::SiblingBranch)),
+            (b"main@{push}:file", Some(Form::SiblingBranch)),
+            (b"HEAD@{1}", None),
+            (b"@{-1}", None),
+            (b":/text", None),
+            (b":file", None),
+            (b":2:file", None),
+            (b"HEAD^{/text}", None),
+            (b"HEAD:dir/./file", None),
+            (b"v1^{}~2^2", None),
+        ] {
+            assert_eq!(refusable(name), form, "{}", crate::fatal::Bytes(name));
+        }
+    }
+}
