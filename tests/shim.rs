@@ -305,6 +305,91 @@ fn shim_use_mailmap_and_config_settings_stay_with_cat_blobd() {
     }
 }
 
+/// Seeded neighbours of a `GIT_CONFIG_PARAMETERS` that a parent git hands on: keys cat-blobd reads and keys it
+/// does not, in every case, both forms (`'key'='value'`, `'key=value'`), bare keys, values git reads alike or
+/// not, and texts with a quote or a byte taken away. Through the shim each must give git's bytes, whether
+/// cat-blobd reads the variable or hands the command to git. Replay one seed with
+/// `CATBLOBD_SHIM_CONFIG_SEED=<seed>`.
+#[test]
+fn shim_inherited_config_parameters_neighbours_read_as_git_reads_them() {
+    const SEEDS: u64 = 64;
+    let shim = Shim::new();
+    let (top, _) = mailmap_repo();
+    let head = String::from_utf8(real_git(&["-C", top.to_str().unwrap(), "rev-parse", "HEAD"]).run().stdout).unwrap();
+    let ls = format!("ls {} \"\\303\\274.txt\"\n", head.trim());
+    let seeds: Vec<u64> = match std::env::var("CATBLOBD_SHIM_CONFIG_SEED") {
+        Ok(seed) => vec![seed.parse().expect("a seed")],
+        Err(_) => (0..SEEDS).collect(),
+    };
+    let mut answered = std::collections::BTreeMap::<String, usize>::new();
+    for seed in seeds {
+        let text = config_parameters_neighbour(&mut crate::util::Rng::new(seed));
+        let env = [("GIT_CONFIG_PARAMETERS", text.as_str())];
+        for (args, stdin) in [
+            (&["fast-import", "--quiet", "--cat-blob-fd=1"][..], ls.as_bytes()),
+            (&["cat-file", "--use-mailmap", "-p", "HEAD"][..], &b""[..]),
+        ] {
+            let run = |run: Run| env.iter().fold(run, |run, (name, value)| run.env(name, value)).current_dir(top);
+            let git = run(real_git(args)).stdin(stdin).run();
+            let ours = run(shim.git(args)).stdin(stdin).run();
+            let what = format!("seed {seed}: GIT_CONFIG_PARAMETERS={} git {args:?}", escape(text.as_bytes()));
+            let who = shim.take_log().split(' ').next().unwrap_or_default().to_owned();
+            if who == "git" {
+                assert_eq!(git.status.code(), ours.status.code(), "{what}: exit status");
+                assert_bytes_eq(&format!("{what}: stdout"), &git.stdout, &ours.stdout);
+                assert_bytes_eq(&format!("{what}: stderr"), &git.stderr, &ours.stderr);
+            } else {
+                assert_same_as_git(&what, &git, &ours);
+            }
+            *answered.entry(who).or_default() += 1;
+        }
+    }
+    eprintln!("answered by: {answered:?}");
+}
+
+/// One `GIT_CONFIG_PARAMETERS` for [`shim_inherited_config_parameters_neighbours_read_as_git_reads_them`].
+fn config_parameters_neighbour(rng: &mut crate::util::Rng) -> String {
+    const KEYS: &[&str] = &[
+        "core.quotePath",
+        "Core.QUOTEPATH",
+        "core.quotepath",
+        "mailmap.blob",
+        "user.name",
+        "core.abbrev",
+        "core.x.quotepath",
+        "nodot",
+        "a.1b",
+        "",
+    ];
+    const VALUES: &[&str] =
+        &["false", "true", "off", "ON", "0", "1", "2", "", "2x", "maybe", "HEAD:other.map", "it's!"];
+    const SEPARATORS: &[&str] = &[" ", "\t", "  ", "\n", " \r"];
+    let quote = |text: &str| format!("'{}'", text.replace('\'', "'\\''").replace('!', "'\\!'"));
+    let mut text = String::new();
+    for at in 0..1 + rng.below(3) {
+        if at > 0 {
+            text.push_str(SEPARATORS[rng.below(SEPARATORS.len())]);
+        }
+        // Mostly keys git accepts (the first five), so that cat-blobd reads some whole texts.
+        let keys = if rng.below(4) > 0 { &KEYS[..5] } else { KEYS };
+        let key = keys[rng.below(keys.len())];
+        let value = VALUES[rng.below(VALUES.len())];
+        let entry = match rng.below(4) {
+            0 => format!("{}={}", quote(key), quote(value)),
+            1 => format!("{}=", quote(key)),
+            2 => quote(&format!("{key}={value}")),
+            _ => quote(key),
+        };
+        text.push_str(&entry);
+    }
+    match rng.below(6) {
+        0 if !text.is_empty() => _ = text.remove(rng.below(text.len())),
+        1 => text.insert(rng.below(text.len() + 1), '\''),
+        _ => {}
+    }
+    text
+}
+
 /// A `git fast-import` stream that writes history: cat-blobd hands the writes to a `git fast-import` child, which
 /// (started by cat-blobd) the shim leaves to the real git instead of answering it again. Both repositories end
 /// with the same branch.

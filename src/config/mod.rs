@@ -81,10 +81,40 @@ const READ: &[(&str, Kind)] = &[
 
 /// Keys that change what git's cat-file or fast-import answer and that cat-blobd does not read from the command
 /// line: `core.bare` and `core.worktree` (git's set-up reads them from the repository's own file, the rest of
-/// git from every source), the
-/// abbreviation length of the ambiguity hints, the preferred type of an ambiguous abbreviation, and whether to
-/// warn about ambiguous ref names.
+/// git from every source), the abbreviation length of the ambiguity hints, the preferred type of an ambiguous
+/// abbreviation, and whether to warn about ambiguous ref names.
 const NOT_READ: &[&str] = &["core.bare", "core.worktree", "core.abbrev", "core.disambiguate", "core.warnambiguousrefs"];
+
+/// The sections git's cat-file and fast-import read at start (`git_default_config`, `userdiff_config`,
+/// fast-import's `git_pack_config`, the repository settings): a value of theirs that git cannot parse (a bare
+/// `user.name`, `core.compression=x`) makes git die, so a key of theirs that cat-blobd does not read is git's,
+/// unless [`ANY_VALUE`] says otherwise.
+const GIT_READS: &[&str] = &[
+    "core",
+    "user",
+    "author",
+    "committer",
+    "i18n",
+    "branch",
+    "push",
+    "attr",
+    "advice",
+    "pack",
+    "sparse",
+    "diff",
+    "fastimport",
+    "transfer",
+    "feature",
+    "index",
+    "fetch",
+    "gc",
+    "extensions",
+    "safe",
+];
+
+/// Keys of [`GIT_READS`] whose every value git takes (a string), given one.
+const ANY_VALUE: &[&str] =
+    &["user.name", "user.email", "author.name", "author.email", "committer.name", "committer.email"];
 
 /// Where `message` came from, for [`ConfigError`].
 #[derive(Debug, thiserror::Error)]
@@ -110,7 +140,8 @@ impl Config {
         };
         let work_tree = WorkTreeConfig {
             bare: config.boolean("core.bare").map_err(|err| error(&err))?,
-            worktree: config.string("core.worktree").map(|path| expand_home(&path, home)),
+            // Taken as it is, as git's set-up takes it (no `~/`).
+            worktree: config.string("core.worktree").map(|path| PathBuf::from(OsStr::from_bytes(&path))),
         };
         Ok(Config {
             quote_path: flag("core.quotePath", true)?,
@@ -165,8 +196,8 @@ pub fn from_parameters(text: &[u8]) -> Result<Option<gix_config::File>, Paramete
 /// What cat-blobd makes of a setting given on git's command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyUse {
-    /// A key that changes nothing cat-blobd answers: git passes it on to the commands it runs (a write-through
-    /// `git fast-import`), and so does cat-blobd.
+    /// A key that neither git's cat-file nor its fast-import reads: git passes it on to the commands it runs (a
+    /// write-through `git fast-import`), and so does cat-blobd.
     Ignored,
     /// A key cat-blobd reads, with a value it reads as git does.
     Read,
@@ -188,13 +219,16 @@ pub fn key_use(key: &[u8], value: Option<&[u8]>) -> KeyUse {
     if matches!(section, b"include" | b"includeif") || NOT_READ.iter().any(|k| plain(k)) {
         return KeyUse::GitOnly;
     }
-    let Some(&(_, kind)) = READ.iter().find(|(k, _)| plain(k)) else {
-        return KeyUse::Ignored;
-    };
-    match read_alike(kind, value) {
-        true => KeyUse::Read,
-        false => KeyUse::GitOnly,
+    if let Some(&(_, kind)) = READ.iter().find(|(k, _)| plain(k)) {
+        return if read_alike(kind, value) { KeyUse::Read } else { KeyUse::GitOnly };
     }
+    let git_reads = GIT_READS.iter().any(|s| s.as_bytes() == section)
+        || matches!(&key[..], b"pager.color" | b"color.pager")
+        || key.starts_with(b"color.advice");
+    if git_reads && !(value.is_some() && ANY_VALUE.iter().any(|k| plain(k))) {
+        return KeyUse::GitOnly;
+    }
+    KeyUse::Ignored
 }
 
 /// Does cat-blobd read `value` as git does for a key of `kind`? Only the spellings both read the same way:
@@ -244,7 +278,15 @@ mod tests {
         assert_eq!(key_use(b"core.abbrev", Some(b"12")), KeyUse::GitOnly);
         assert_eq!(key_use(b"includeIf.gitdir:x.path", Some(b"f")), KeyUse::GitOnly);
         assert_eq!(key_use(b"user.name", Some(b"x")), KeyUse::Ignored);
-        assert_eq!(key_use(b"core.x.quotepath", Some(b"x")), KeyUse::Ignored);
+        assert_eq!(key_use(b"user.name", None), KeyUse::GitOnly);
+        assert_eq!(key_use(b"core.compression", Some(b"1")), KeyUse::GitOnly);
+        assert_eq!(key_use(b"pack.depth", Some(b"1")), KeyUse::GitOnly);
+        assert_eq!(key_use(b"diff.x.textconv", None), KeyUse::GitOnly);
+        assert_eq!(key_use(b"color.pager", Some(b"x")), KeyUse::GitOnly);
+        assert_eq!(key_use(b"color.ui", None), KeyUse::Ignored);
+        assert_eq!(key_use(b"filter.x.clean", Some(b"x")), KeyUse::Ignored);
+        assert_eq!(key_use(b"core.x.quotepath", Some(b"x")), KeyUse::GitOnly);
+        assert_eq!(key_use(b"foo.x.quotepath", Some(b"x")), KeyUse::Ignored);
     }
 
     #[test]

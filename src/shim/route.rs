@@ -69,8 +69,9 @@ fn step_config_answers(step: &Step) -> bool {
 fn inherited_config(env: &impl Fn(&OsStr) -> Option<OsString>) -> Option<Vec<KeyUse>> {
     let mut uses = Vec::new();
     if let Some(count) = env(OsStr::new("GIT_CONFIG_COUNT")) {
-        let count = count.to_str().filter(|count| count.bytes().all(|b| b.is_ascii_digit()))?;
-        let count: usize = if count.is_empty() { 0 } else { count.parse().ok().filter(|&count| count <= 1000)? };
+        // git reads an empty count as 0, gix-config refuses it: only plain digits stay here.
+        let count = count.to_str().filter(|count| !count.is_empty() && count.bytes().all(|b| b.is_ascii_digit()))?;
+        let count: usize = count.parse().ok().filter(|&count| count <= 1000)?;
         for n in 0..count {
             let key = env(OsStr::new(&format!("GIT_CONFIG_KEY_{n}")))?;
             let value = env(OsStr::new(&format!("GIT_CONFIG_VALUE_{n}")))?;
@@ -182,7 +183,9 @@ mod tests {
             }
         };
         assert_eq!(inherits(plan(&args, count("1"))), Some(true));
-        assert_eq!(inherits(plan(&args, count(""))), Some(false));
+        assert_eq!(inherits(plan(&args, count("0"))), Some(false));
+        assert_eq!(inherits(plan(&args, count(""))), None);
+        assert_eq!(inherits(plan(&args, count("+1"))), None);
         assert_eq!(inherits(plan(&args, count("2"))), None);
         assert_eq!(inherits(plan(&args, count("1x"))), None);
     }
