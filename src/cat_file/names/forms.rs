@@ -4,33 +4,27 @@
 use gix_hash::Prefix;
 use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
 
-/// A form of name cat-blobd does not resolve (in some repositories).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
-    /// `<rev>:./<path>`, `:./<path>`: relative to where the command runs in a work tree.
-    RelativePath,
-    /// `<ref>@{<date>}` in a reflog with entries.
-    ReflogDate,
-    /// `@{upstream}`, `@{push}`.
-    SiblingBranch,
-    /// An id of the other hash's length, with `extensions.compatObjectFormat`.
-    CompatHash,
-}
-
-impl std::fmt::Display for Form {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Form::RelativePath => "paths relative to the current directory (<rev>:./<path>)",
-            Form::ReflogDate => "reflog entries by date (<ref>@{<date>})",
-            Form::SiblingBranch => "upstream and push branches (@{upstream}, @{push})",
-            Form::CompatHash => "ids in the compatibility hash (extensions.compatObjectFormat)",
-        })
-    }
-}
+use super::error::Form;
 
 /// The form a path after `:` uses (`<rev>:<path>`, `:<path>`), if `resolve` may refuse it.
 pub(super) fn path_form(path: &[u8]) -> Option<Form> {
     (path.starts_with(b"./") || path.starts_with(b"../")).then_some(Form::RelativePath)
+}
+
+/// The form of a reflog lookup that is refused: by date.
+pub(super) fn reflog_form(query: &ReflogLookup) -> Option<Form> {
+    matches!(query, ReflogLookup::Date(_)).then_some(Form::ReflogDate)
+}
+
+/// The form of `@{upstream}` and `@{push}` that is refused: both.
+pub(super) fn sibling_form(_kind: SiblingBranch) -> Option<Form> {
+    Some(Form::SiblingBranch)
+}
+
+/// The error that stops gix-revision's parse: the delegate notes why before it returns this.
+pub(super) fn stop() -> gix_error::Error {
+    use gix_error::ErrorExt;
+    gix_error::message("the name does not resolve").raise()
 }
 
 /// The form of `name` that `resolve` may refuse, if any: the forms refused in some repositories only (paths
@@ -53,7 +47,7 @@ impl Forms {
         match form {
             Some(form) => {
                 self.found.get_or_insert(form);
-                Err(super::resolve::stop())
+                Err(stop())
             }
             None => Ok(()),
         }
@@ -70,7 +64,7 @@ impl delegate::Revision for Forms {
     }
 
     fn reflog(&mut self, query: ReflogLookup) -> gix_error::Result {
-        self.form(super::resolve::reflog_form(&query))
+        self.form(reflog_form(&query))
     }
 
     fn nth_checked_out_branch(&mut self, _branch_no: usize) -> gix_error::Result {
@@ -78,7 +72,7 @@ impl delegate::Revision for Forms {
     }
 
     fn sibling_branch(&mut self, kind: SiblingBranch) -> gix_error::Result {
-        self.form(super::resolve::sibling_form(kind))
+        self.form(sibling_form(kind))
     }
 }
 

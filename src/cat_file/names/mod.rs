@@ -16,7 +16,7 @@ mod search;
 mod symlinks;
 mod walk;
 
-pub use error::NameError;
-pub use forms::{Form, refusable};
+pub use error::{Form, NameError};
+pub use forms::refusable;
 pub use index::IndexFile;
 pub use resolve::{Names, Resolved};

@@ -9,8 +9,9 @@ use gix_hash::{ObjectId, Prefix};
 use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
 
 use super::ambiguous::{self, Needs};
+use super::error::Form;
 use super::error::NameError;
-use super::forms::{self, Form};
+use super::forms::{self, reflog_form, sibling_form, stop};
 use super::symlinks::{self, Followed};
 use super::walk;
 use super::{index, ref_rules, reflog, search};
@@ -226,21 +227,6 @@ fn describe_output(name: &[u8], abbrev: &[u8]) -> bool {
     let (ref_name, count) = (&before[..dash], &before[dash + 1..]);
     let ref_ok = <&gix_ref::PartialNameRef>::try_from(gix_object::bstr::BStr::new(ref_name)).is_ok();
     !count.is_empty() && count.iter().all(u8::is_ascii_hexdigit) && ref_ok
-}
-
-/// The form of a reflog lookup that is refused: by date.
-pub(super) fn reflog_form(query: &ReflogLookup) -> Option<Form> {
-    matches!(query, ReflogLookup::Date(_)).then_some(Form::ReflogDate)
-}
-
-/// The form of `@{upstream}` and `@{push}` that is refused: both.
-pub(super) fn sibling_form(_kind: SiblingBranch) -> Option<Form> {
-    Some(Form::SiblingBranch)
-}
-
-pub(super) fn stop() -> gix_error::Error {
-    use gix_error::ErrorExt;
-    gix_error::message("the name does not resolve").raise()
 }
 
 impl Spec<'_, '_> {
