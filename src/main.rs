@@ -125,6 +125,7 @@ fn cat_file_main(args: impl Iterator<Item = std::ffi::OsString>) -> u8 {
         index_file: index_file.as_deref(),
         quote_path: repo.config.quote_path,
         mailmap: &repo.config.mailmap,
+        remotes: &repo.config.remotes,
         compat_object_format: repo.compat_object_format,
         cache: stream.cache,
         engine: stream.engine,

@@ -42,6 +42,8 @@ pub struct Repo<'a> {
     pub quote_path: bool,
     /// Where `--use-mailmap` reads the mailmap.
     pub mailmap: &'a crate::repo::MailmapConfig,
+    /// The branches' upstreams and the remotes, for `@{upstream}` and `@{push}`.
+    pub remotes: &'a crate::config::RemotesConfig,
     /// `extensions.compatObjectFormat` is set (ids in the other hash are refused by name).
     pub compat_object_format: bool,
     /// The delta-base cache (a daemon's is shared by all of its streams).
@@ -172,6 +174,7 @@ pub fn run(
         index_file: index_file(repo),
         follow_symlinks: args.follow_symlinks,
         compat_object_format: repo.compat_object_format,
+        remotes: repo.remotes,
         messages,
     };
     let mut outcome = Outcome::default();

@@ -33,6 +33,7 @@ pub(super) fn run(
         index_file: None,
         quote_path: state.repo.config.quote_path,
         mailmap: &state.repo.config.mailmap,
+        remotes: &state.repo.config.remotes,
         compat_object_format: state.repo.compat_object_format,
         cache: state.cache.clone(),
         engine: state.session.engine,

@@ -58,6 +58,9 @@ pub enum NameError {
     /// An index file that does not read: git dies with this message.
     #[error(transparent)]
     Index(#[from] super::index::IndexError),
+    /// `@{upstream}` or `@{push}` of a branch that has none: git dies with this message.
+    #[error(transparent)]
+    Branch(#[from] super::upstream::BranchError),
     /// An object that gix-object cannot parse where git needs to look into it (a commit's tree, a tag's target).
     #[error("cannot parse {kind} {id}")]
     Unparsable { id: ObjectId, kind: Kind },
@@ -70,8 +73,8 @@ pub enum Form {
     RelativePath,
     /// `<ref>@{<date>}` in a reflog with entries.
     ReflogDate,
-    /// `@{upstream}`, `@{push}`.
-    SiblingBranch,
+    /// `@{…}` after `@{…}` (`@{-1}@{upstream}`, `<branch>@{u}@{1}`).
+    ChainedMarks,
     /// An id of the other hash's length, with `extensions.compatObjectFormat`.
     CompatHash,
 }
@@ -81,7 +84,7 @@ impl std::fmt::Display for Form {
         f.write_str(match self {
             Form::RelativePath => "paths relative to the current directory (<rev>:./<path>)",
             Form::ReflogDate => "reflog entries by date (<ref>@{<date>})",
-            Form::SiblingBranch => "upstream and push branches (@{upstream}, @{push})",
+            Form::ChainedMarks => "one @{...} after another (@{-1}@{upstream}, <branch>@{u}@{1})",
             Form::CompatHash => "ids in the compatibility hash (extensions.compatObjectFormat)",
         })
     }

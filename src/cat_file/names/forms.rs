@@ -11,14 +11,14 @@ pub(super) fn path_form(path: &[u8]) -> Option<Form> {
     (path.starts_with(b"./") || path.starts_with(b"../")).then_some(Form::RelativePath)
 }
 
+/// The form `name` uses that its text alone shows, if `resolve` refuses it.
+pub(super) fn text_form(name: &[u8]) -> Option<Form> {
+    super::syntax::chained_marks(name).then_some(Form::ChainedMarks)
+}
+
 /// The form of a reflog lookup that is refused: by date.
 pub(super) fn reflog_form(query: &ReflogLookup) -> Option<Form> {
     matches!(query, ReflogLookup::Date(_)).then_some(Form::ReflogDate)
-}
-
-/// The form of `@{upstream}` and `@{push}` that is refused: both.
-pub(super) fn sibling_form(_kind: SiblingBranch) -> Option<Form> {
-    Some(Form::SiblingBranch)
 }
 
 /// The error that stops gix-revision's parse: the delegate notes why before it returns this.
@@ -31,6 +31,9 @@ pub(super) fn stop() -> gix_error::Error {
 /// relative to a work tree, which a bare one refuses otherwise) count. Ids in the compatibility hash are not
 /// looked for: whether an id is one depends on the repository's configuration alone.
 pub fn refusable(name: &[u8]) -> Option<Form> {
+    if let Some(form) = text_form(name) {
+        return Some(form);
+    }
     let mut forms = Forms::default();
     let _ = gix_revision::spec::parse(name.into(), &mut forms);
     forms.found
@@ -71,8 +74,8 @@ impl delegate::Revision for Forms {
         Ok(())
     }
 
-    fn sibling_branch(&mut self, kind: SiblingBranch) -> gix_error::Result {
-        self.form(sibling_form(kind))
+    fn sibling_branch(&mut self, _kind: SiblingBranch) -> gix_error::Result {
+        Ok(())
     }
 }
 
@@ -119,8 +122,12 @@ mod tests {
             (&b"HEAD:./file"[..], Some(Form::RelativePath)),
             (b":../file", Some(Form::RelativePath)),
             (b"main@{yesterday}", Some(Form::ReflogDate)),
-            (b"@{u}", Some(Form::SiblingBranch)),
-            (b"main@{push}:file", Some(Form::SiblingBranch)),
+            (b"@{u}", None),
+            (b"main@{push}:file", None),
+            (b"main@{push}:./file", Some(Form::RelativePath)),
+            (b"@{-1}@{u}", Some(Form::ChainedMarks)),
+            (b"main@{u}@{1}~2", Some(Form::ChainedMarks)),
+            (b"main@{u}:a}@{b", None),
             (b"HEAD@{1}", None),
             (b"@{-1}", None),
             (b":/text", None),
