@@ -481,10 +481,10 @@ impl delegate::Revision for Spec<'_, '_> {
     }
 
     fn sibling_branch(&mut self, kind: SiblingBranch) -> gix_error::Result {
-        // git's `interpret_branch_mark`: `<branch>@{…}` (`HEAD` or nothing: the branch HEAD is on), mapped to a
-        // full ref name through the configuration, which names the object (or nothing, if never fetched).
+        // git's `interpret_branch_mark`: `<branch>@{…}` (`HEAD`, `@` or nothing: the branch HEAD is on), mapped
+        // to a full ref name through the configuration, which names the object (or nothing, if never fetched).
         let branch = match self.ref_name.take() {
-            Some(name) if !name.is_empty() && name != b"HEAD" => Some(name),
+            Some(name) if !matches!(&name[..], b"" | b"HEAD" | b"@") => Some(name),
             _ => self.names.current_branch(),
         };
         let names = &*self.names;
