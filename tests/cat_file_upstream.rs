@@ -80,10 +80,13 @@ fn batch(lines: &[u8]) -> Ask {
     Ask { args: vec!["--batch-check".to_owned()], stdin: lines.to_vec() }
 }
 
+/// Settings given through `GIT_CONFIG_COUNT`: `(key, value)`.
+type Settings = &'static [(&'static str, &'static str)];
+
 #[test]
 fn upstream_and_push_answer_and_fail_as_git_does() {
     let mut compared_255 = false;
-    let cases: &[(&str, &str, &[(&str, &str)])] = &[
+    let cases: &[(&str, &str, Settings)] = &[
         // Found: the current branch's, a branch's, HEAD's, through `.`, a nested branch name, any case.
         ("up.git", "@{u}", &[]),
         ("up.git", "main@{upstream}", &[]),
