@@ -107,24 +107,23 @@ impl Names<'_> {
 
     /// The object a (partial) ref name leads to.
     fn follow(&self, name: &[u8]) -> Option<ObjectId> {
-        use gix_ref::file::ReferenceExt;
         let name: &gix_object::bstr::BStr = name.into();
         let partial: &gix_ref::PartialNameRef = name.try_into().ok()?;
-        let mut reference = self.refs.try_find(partial).ok()??;
+        self.to_object(self.refs.try_find(partial).ok()??)
+    }
+
+    /// The object `reference` leads to, through symbolic refs (loose or packed).
+    fn to_object(&self, mut reference: gix_ref::Reference) -> Option<ObjectId> {
+        use gix_ref::file::ReferenceExt;
         let packed = self.refs.cached_packed_buffer().ok().flatten();
         reference.follow_to_object_packed(&self.refs, packed.as_ref().map(|buffer| &***buffer)).ok()
     }
 
     /// The object the full ref name `name` leads to (no lookup rules).
     fn follow_full(&self, name: &[u8]) -> Option<ObjectId> {
-        use gix_ref::file::ReferenceExt;
         let full: &gix_ref::FullNameRef = gix_object::bstr::BStr::new(name).try_into().ok()?;
-        let mut reference = self.refs.try_find(full.as_partial_name()).ok()??;
-        if reference.name.as_ref() != full {
-            return None;
-        }
-        let packed = self.refs.cached_packed_buffer().ok().flatten();
-        reference.follow_to_object_packed(&self.refs, packed.as_ref().map(|buffer| &***buffer)).ok()
+        let reference = self.refs.try_find(full.as_partial_name()).ok()??;
+        (reference.name.as_ref() == full).then(|| self.to_object(reference)).flatten()
     }
 
     /// The branch HEAD is on (git's `current_branch`): `None` when HEAD is detached or not on `refs/heads/`.
