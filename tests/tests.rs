@@ -4,6 +4,7 @@
 mod cat_file;
 mod cat_file_255;
 mod cat_file_names;
+mod cat_file_upstream;
 mod clients;
 mod corrupt;
 mod differential;

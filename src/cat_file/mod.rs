@@ -43,6 +43,8 @@ pub struct Repo<'a> {
     pub quote_path: bool,
     /// Where `--use-mailmap` reads the mailmap.
     pub mailmap: &'a crate::repo::MailmapConfig,
+    /// The branches' upstreams and the remotes, for `@{upstream}` and `@{push}`.
+    pub remotes: &'a crate::config::RemotesConfig,
     /// `extensions.compatObjectFormat` is set (ids in the other hash are refused by name).
     pub compat_object_format: bool,
     /// The delta-base cache (a daemon's is shared by all of its streams).
@@ -62,6 +64,7 @@ impl<'a> Repo<'a> {
             index_file: None,
             quote_path: repo.config.quote_path,
             mailmap: &repo.config.mailmap,
+            remotes: &repo.config.remotes,
             compat_object_format: repo.compat_object_format,
             cache,
             engine,
@@ -191,6 +194,7 @@ pub fn run(
         index_file: index_file(repo),
         follow_symlinks: args.follow_symlinks,
         compat_object_format: repo.compat_object_format,
+        remotes: repo.remotes,
         messages,
     };
     let mut outcome = Outcome::default();

@@ -115,6 +115,7 @@ fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFil
             | NameError::Unsupported { .. }
             | NameError::RelativePath
             | NameError::Reflog(_)
+            | NameError::Branch(_)
             | NameError::NotInIndex(_)
             | NameError::NotAtStage { .. }
             | NameError::Read(_)

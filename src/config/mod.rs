@@ -3,12 +3,14 @@
 //! `GIT_CONFIG_PARAMETERS`) it reads exactly as git does ([`key_use`]). Finding the files is the repository's
 //! business (`repo`); this module knows only keys and values.
 pub mod parameters;
+mod remotes;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 pub use parameters::ParametersError;
+pub use remotes::{BranchConfig, PushDefault, RemoteConfig, RemotesConfig};
 
 /// The configuration values git fast-import's read side and cat-file honour.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +25,8 @@ pub struct Config {
     pub big_file_threshold: u64,
     /// Where `cat-file --use-mailmap` reads the mailmap from.
     pub mailmap: MailmapConfig,
+    /// The branches' upstreams and the remotes, for `@{upstream}` and `@{push}`.
+    pub remotes: RemotesConfig,
 }
 
 /// `mailmap.file`, `mailmap.blob` and the work tree's `.mailmap`.
@@ -53,6 +57,7 @@ impl Default for Config {
             use_replace_refs: true,
             big_file_threshold: crate::store::DEFAULT_BIG_FILE_THRESHOLD,
             mailmap: MailmapConfig::default(),
+            remotes: RemotesConfig::default(),
         }
     }
 }
@@ -157,6 +162,7 @@ impl Config {
                 blob: config.string("mailmap.blob").map(|name| name.to_vec()),
                 work_tree_file: work_tree_mailmap(work_tree),
             },
+            remotes: RemotesConfig::read(config),
         })
     }
 }
@@ -216,7 +222,11 @@ pub fn key_use(key: &[u8], value: Option<&[u8]>) -> KeyUse {
         let (wanted_section, wanted_name) = wanted.split_once('.').unwrap_or_default();
         section == wanted_section.as_bytes() && name == wanted_name.as_bytes() && key.len() == wanted.len()
     };
-    if matches!(section, b"include" | b"includeif") || NOT_READ.iter().any(|k| plain(k)) {
+    // `branch.*`, `remote.*` and `push.*` (read for `@{upstream}`, `@{push}`) have values cat-blobd does not
+    // check as git does (refspecs, remote names): given on the command line, only git answers exactly.
+    if matches!(section, b"include" | b"includeif" | b"branch" | b"remote" | b"push")
+        || NOT_READ.iter().any(|k| plain(k))
+    {
         return KeyUse::GitOnly;
     }
     if let Some(&(_, kind)) = READ.iter().find(|(k, _)| plain(k)) {

@@ -1,10 +1,9 @@
 //! Why an object name names no object: the one error type of name resolution, shared by the resolver
 //! (`resolve`) and the walks it calls (`walk`, `symlinks`, `reflog`, `search`), so that none imports another's
-//! module.
+//! module. `Form` lives here too: `forms` finds a form in a name, `resolve` refuses it, and both name it.
 use gix_hash::ObjectId;
 use gix_object::Kind;
 
-use super::forms::Form;
 use crate::git_compat::tree_entry::Malformed;
 use crate::store::ReadError;
 
@@ -59,7 +58,34 @@ pub enum NameError {
     /// An index file that does not read: git dies with this message.
     #[error(transparent)]
     Index(#[from] super::index::IndexError),
+    /// `@{upstream}` or `@{push}` of a branch that has none: git dies with this message.
+    #[error(transparent)]
+    Branch(#[from] super::upstream::BranchError),
     /// An object that gix-object cannot parse where git needs to look into it (a commit's tree, a tag's target).
     #[error("cannot parse {kind} {id}")]
     Unparsable { id: ObjectId, kind: Kind },
+}
+
+/// A form of name cat-blobd does not resolve (in some repositories).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `<rev>:./<path>`, `:./<path>`: relative to where the command runs in a work tree.
+    RelativePath,
+    /// `<ref>@{<date>}` in a reflog with entries.
+    ReflogDate,
+    /// `@{…}` after `@{…}` (`@{-1}@{upstream}`, `<branch>@{u}@{1}`).
+    ChainedMarks,
+    /// An id of the other hash's length, with `extensions.compatObjectFormat`.
+    CompatHash,
+}
+
+impl std::fmt::Display for Form {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Form::RelativePath => "paths relative to the current directory (<rev>:./<path>)",
+            Form::ReflogDate => "reflog entries by date (<ref>@{<date>})",
+            Form::ChainedMarks => "one @{...} after another (@{-1}@{upstream}, <branch>@{u}@{1})",
+            Form::CompatHash => "ids in the compatibility hash (extensions.compatObjectFormat)",
+        })
+    }
 }

@@ -4,39 +4,36 @@
 use gix_hash::Prefix;
 use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
 
-/// A form of name cat-blobd does not resolve (in some repositories).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
-    /// `<rev>:./<path>`, `:./<path>`: relative to where the command runs in a work tree.
-    RelativePath,
-    /// `<ref>@{<date>}` in a reflog with entries.
-    ReflogDate,
-    /// `@{upstream}`, `@{push}`.
-    SiblingBranch,
-    /// An id of the other hash's length, with `extensions.compatObjectFormat`.
-    CompatHash,
-}
-
-impl std::fmt::Display for Form {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Form::RelativePath => "paths relative to the current directory (<rev>:./<path>)",
-            Form::ReflogDate => "reflog entries by date (<ref>@{<date>})",
-            Form::SiblingBranch => "upstream and push branches (@{upstream}, @{push})",
-            Form::CompatHash => "ids in the compatibility hash (extensions.compatObjectFormat)",
-        })
-    }
-}
+use super::error::Form;
 
 /// The form a path after `:` uses (`<rev>:<path>`, `:<path>`), if `resolve` may refuse it.
 pub(super) fn path_form(path: &[u8]) -> Option<Form> {
     (path.starts_with(b"./") || path.starts_with(b"../")).then_some(Form::RelativePath)
 }
 
+/// The form `name` uses that its text alone shows, if `resolve` refuses it.
+pub(super) fn text_form(name: &[u8]) -> Option<Form> {
+    super::syntax::chained_marks(name).then_some(Form::ChainedMarks)
+}
+
+/// The form of a reflog lookup that is refused: by date.
+pub(super) fn reflog_form(query: &ReflogLookup) -> Option<Form> {
+    matches!(query, ReflogLookup::Date(_)).then_some(Form::ReflogDate)
+}
+
+/// The error that stops gix-revision's parse: the delegate notes why before it returns this.
+pub(super) fn stop() -> gix_error::Error {
+    use gix_error::ErrorExt;
+    gix_error::message("the name does not resolve").raise()
+}
+
 /// The form of `name` that `resolve` may refuse, if any: the forms refused in some repositories only (paths
 /// relative to a work tree, which a bare one refuses otherwise) count. Ids in the compatibility hash are not
 /// looked for: whether an id is one depends on the repository's configuration alone.
 pub fn refusable(name: &[u8]) -> Option<Form> {
+    if let Some(form) = text_form(name) {
+        return Some(form);
+    }
     let mut forms = Forms::default();
     let _ = gix_revision::spec::parse(name.into(), &mut forms);
     forms.found
@@ -53,7 +50,7 @@ impl Forms {
         match form {
             Some(form) => {
                 self.found.get_or_insert(form);
-                Err(super::resolve::stop())
+                Err(stop())
             }
             None => Ok(()),
         }
@@ -70,15 +67,15 @@ impl delegate::Revision for Forms {
     }
 
     fn reflog(&mut self, query: ReflogLookup) -> gix_error::Result {
-        self.form(super::resolve::reflog_form(&query))
+        self.form(reflog_form(&query))
     }
 
     fn nth_checked_out_branch(&mut self, _branch_no: usize) -> gix_error::Result {
         Ok(())
     }
 
-    fn sibling_branch(&mut self, kind: SiblingBranch) -> gix_error::Result {
-        self.form(super::resolve::sibling_form(kind))
+    fn sibling_branch(&mut self, _kind: SiblingBranch) -> gix_error::Result {
+        Ok(())
     }
 }
 
@@ -125,8 +122,12 @@ mod tests {
             (&b"HEAD:./file"[..], Some(Form::RelativePath)),
             (b":../file", Some(Form::RelativePath)),
             (b"main@{yesterday}", Some(Form::ReflogDate)),
-            (b"@{u}", Some(Form::SiblingBranch)),
-            (b"main@{push}:file", Some(Form::SiblingBranch)),
+            (b"@{u}", None),
+            (b"main@{push}:file", None),
+            (b"main@{push}:./file", Some(Form::RelativePath)),
+            (b"@{-1}@{u}", Some(Form::ChainedMarks)),
+            (b"main@{u}@{1}~2", Some(Form::ChainedMarks)),
+            (b"main@{u}:a}@{b", None),
             (b"HEAD@{1}", None),
             (b"@{-1}", None),
             (b":/text", None),

@@ -2,7 +2,7 @@
 //!
 //! `resolve` parses a name with gix-revision and answers its callbacks: references through gix-ref, abbreviated
 //! ids through the store (`ambiguous` when more than one object fits), `<ref>@{<n>}` and `@{-<n>}` from reflogs
-//! (`reflog`), `:/<text>` and `^{/<text>}` by searching commits (`search`), `:<path>` from the index (`index`),
+//! (`reflog`), `@{upstream}` and `@{push}` from the branches' configuration (`upstream`), `:/<text>` and `^{/<text>}` by searching commits (`search`), `:<path>` from the index (`index`),
 //! and peeling and `<rev>:<path>` by walking objects (`walk`, and `symlinks` for `--follow-symlinks`). Every
 //! step fails with the one `error::NameError`.
 mod ambiguous;
@@ -14,9 +14,11 @@ mod reflog;
 mod resolve;
 mod search;
 mod symlinks;
+mod syntax;
+mod upstream;
 mod walk;
 
-pub use error::NameError;
-pub use forms::{Form, refusable};
+pub use error::{Form, NameError};
+pub use forms::refusable;
 pub use index::IndexFile;
 pub use resolve::{Names, Resolved};

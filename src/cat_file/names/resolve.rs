@@ -9,9 +9,12 @@ use gix_hash::{ObjectId, Prefix};
 use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
 
 use super::ambiguous::{self, Needs};
+use super::error::Form;
 use super::error::NameError;
-use super::forms::{self, Form};
+use super::forms::{self, reflog_form, stop};
 use super::symlinks::{self, Followed};
+use super::syntax::{describe_output, nth_onion, rev_before_path};
+use super::upstream;
 use super::walk;
 use super::{index, ref_rules, reflog, search};
 use crate::cat_file::output::Messages;
@@ -35,6 +38,8 @@ pub struct Names<'a> {
     pub follow_symlinks: bool,
     /// `extensions.compatObjectFormat` is set: ids of the other hash's length are refused by name.
     pub compat_object_format: bool,
+    /// The branches' upstreams and the remotes, for `@{upstream}` and `@{push}`.
+    pub remotes: &'a crate::config::RemotesConfig,
     /// Where git's warnings about names go.
     pub messages: Messages<'a>,
 }
@@ -52,6 +57,9 @@ impl Names<'_> {
             && name.iter().take_while(|b| b.is_ascii_hexdigit()).count() == other_hash_hex_len(hash)
         {
             return Err(NameError::Unsupported { form: Form::CompatHash, name: name.to_vec() });
+        }
+        if let Some(form) = forms::text_form(name) {
+            return Err(NameError::Unsupported { form, name: name.to_vec() });
         }
         let mut spec = Spec {
             names: self,
@@ -99,12 +107,32 @@ impl Names<'_> {
 
     /// The object a (partial) ref name leads to.
     fn follow(&self, name: &[u8]) -> Option<ObjectId> {
-        use gix_ref::file::ReferenceExt;
         let name: &gix_object::bstr::BStr = name.into();
         let partial: &gix_ref::PartialNameRef = name.try_into().ok()?;
-        let mut reference = self.refs.try_find(partial).ok()??;
+        self.to_object(self.refs.try_find(partial).ok()??)
+    }
+
+    /// The object `reference` leads to, through symbolic refs (loose or packed).
+    fn to_object(&self, mut reference: gix_ref::Reference) -> Option<ObjectId> {
+        use gix_ref::file::ReferenceExt;
         let packed = self.refs.cached_packed_buffer().ok().flatten();
         reference.follow_to_object_packed(&self.refs, packed.as_ref().map(|buffer| &***buffer)).ok()
+    }
+
+    /// The object the full ref name `name` leads to (no lookup rules).
+    fn follow_full(&self, name: &[u8]) -> Option<ObjectId> {
+        let full: &gix_ref::FullNameRef = gix_object::bstr::BStr::new(name).try_into().ok()?;
+        let reference = self.refs.try_find(full.as_partial_name()).ok()??;
+        (reference.name.as_ref() == full).then(|| self.to_object(reference)).flatten()
+    }
+
+    /// The branch HEAD is on (git's `current_branch`): `None` when HEAD is detached or not on `refs/heads/`.
+    fn current_branch(&self) -> Option<Vec<u8>> {
+        let head = self.refs.try_find("HEAD").ok()??;
+        match head.target {
+            gix_ref::Target::Symbolic(target) => target.as_bstr().strip_prefix(b"refs/heads/").map(<[u8]>::to_vec),
+            gix_ref::Target::Object(_) => None,
+        }
     }
 
     /// How many of git's `ref_rev_parse_rules` name an existing ref for `name` (git's `repo_dwim_ref` count).
@@ -123,26 +151,16 @@ impl Names<'_> {
     }
 }
 
-/// The name up to the end of its `n`-th `^{commit}`, `^{tag}`, `^{tree}`, `^{blob}` or `^{/<text>}` (or `^0`,
-/// which gix-revision also reports as a peel to a commit).
-fn nth_onion(name: &[u8], n: usize) -> &[u8] {
-    let mut seen = 0;
-    for at in 0..name.len() {
-        let rest = &name[at..];
-        let len = [&b"^{commit}"[..], b"^{tag}", b"^{tree}", b"^{blob}"]
-            .iter()
-            .find(|onion| rest.starts_with(onion))
-            .map(|onion| onion.len())
-            .or_else(|| rest.starts_with(b"^{/").then(|| memchr::memchr(b'}', rest).map_or(rest.len(), |c| c + 1)))
-            .or_else(|| (rest.starts_with(b"^0") && !rest.get(2).is_some_and(u8::is_ascii_digit)).then_some(2));
-        if let Some(len) = len {
-            seen += 1;
-            if seen == n {
-                return &name[..at + len];
-            }
-        }
+impl upstream::Refs for Names<'_> {
+    fn exists(&self, name: &[u8]) -> bool {
+        self.follow_full(name).is_some()
     }
-    name
+
+    fn dwim(&self, name: &[u8]) -> Option<Vec<u8>> {
+        let mut found = ref_rules::expansions(name).filter(|full| self.follow_full(full).is_some());
+        let first = found.next()?;
+        found.next().is_none().then_some(first)
+    }
 }
 
 /// Does git walk the steps of `name` (and so print their complaints)? Only if its `<rev>` is a base followed by
@@ -162,27 +180,6 @@ fn other_hash_hex_len(hash: gix_hash::Kind) -> usize {
         gix_hash::Kind::Sha1 => gix_hash::Kind::Sha256.len_in_hex(),
         _ => gix_hash::Kind::Sha1.len_in_hex(),
     }
-}
-
-/// The `<rev>` of `<rev>:<path>`: up to the first colon outside `^{…}` and `@{…}` (git's
-/// `get_oid_with_context_1`).
-fn rev_before_path(name: &[u8]) -> &[u8] {
-    let mut depth = 0usize;
-    let mut at = 0;
-    while at < name.len() {
-        match name[at] {
-            // Only `^{` and `@{` open a brace for git; a lone `{` is part of a name.
-            b'^' | b'@' if name.get(at + 1) == Some(&b'{') => {
-                depth += 1;
-                at += 1;
-            }
-            b'}' if depth > 0 => depth -= 1,
-            b':' if depth == 0 => return &name[..at],
-            _ => {}
-        }
-        at += 1;
-    }
-    name
 }
 
 enum Failure {
@@ -211,36 +208,6 @@ struct Spec<'n, 'a> {
     ref_name: Option<Vec<u8>>,
     /// Does git get as far as the steps of this name, and so say what it says on the way (see [`loud`])?
     loud: bool,
-}
-
-/// git 2.55's test for describe output (`get_describe_name` and `ref_and_count_parts_valid`): `abbrev`, as it
-/// appears after `-g` in `name`, follows `<ref>-<count>` where `<count>` is hex digits and `<ref>` a valid ref
-/// name of one or more levels.
-fn describe_output(name: &[u8], abbrev: &[u8]) -> bool {
-    let needle = [&b"-g"[..], abbrev].concat();
-    let Some(at) = name.windows(needle.len()).rposition(|window| window.eq_ignore_ascii_case(&needle)) else {
-        return true; // not a describe name of this form: gix-revision's reading stands
-    };
-    let before = &name[..at];
-    let Some(dash) = before.iter().rposition(|&b| b == b'-') else { return false };
-    let (ref_name, count) = (&before[..dash], &before[dash + 1..]);
-    let ref_ok = <&gix_ref::PartialNameRef>::try_from(gix_object::bstr::BStr::new(ref_name)).is_ok();
-    !count.is_empty() && count.iter().all(u8::is_ascii_hexdigit) && ref_ok
-}
-
-/// The form of a reflog lookup that is refused: by date.
-pub(super) fn reflog_form(query: &ReflogLookup) -> Option<Form> {
-    matches!(query, ReflogLookup::Date(_)).then_some(Form::ReflogDate)
-}
-
-/// The form of `@{upstream}` and `@{push}` that is refused: both.
-pub(super) fn sibling_form(_kind: SiblingBranch) -> Option<Form> {
-    Some(Form::SiblingBranch)
-}
-
-pub(super) fn stop() -> gix_error::Error {
-    use gix_error::ErrorExt;
-    gix_error::message("the name does not resolve").raise()
 }
 
 impl Spec<'_, '_> {
@@ -412,6 +379,10 @@ impl Spec<'_, '_> {
 impl delegate::Revision for Spec<'_, '_> {
     fn find_ref(&mut self, name: &gix_object::bstr::BStr) -> gix_error::Result {
         self.ref_name = Some(name.to_vec());
+        if self.name.starts_with(name) && upstream::mark_follows(&self.name[name.len()..]) {
+            // `<branch>@{upstream}`: git reads `<branch>` as a branch name, not as a reference.
+            return Ok(());
+        }
         let warn = self.looked_up_as_ref(name);
         match self.names.find_ref(name, false, warn) {
             Some(id) => self.set(id),
@@ -499,16 +470,37 @@ impl delegate::Revision for Spec<'_, '_> {
         {
             return self.set(id);
         }
-        match self.names.find_ref(&branch, false, true) {
+        let found = self.names.find_ref(&branch, false, true);
+        // `@{-<n>}@{upstream}`: that of the branch checked out.
+        self.ref_name = Some(branch);
+        match found {
             Some(id) => self.set(id),
             None => self.fail(NameError::Missing),
         }
     }
 
     fn sibling_branch(&mut self, kind: SiblingBranch) -> gix_error::Result {
-        match sibling_form(kind) {
-            Some(form) => self.unsupported(form),
-            None => Ok(()),
+        // git's `interpret_branch_mark`: `<branch>@{…}` (`HEAD`, `@` or nothing: the branch HEAD is on), mapped
+        // to a full ref name through the configuration, which names the object (or nothing, if never fetched).
+        let branch = match self.ref_name.take() {
+            Some(name) if !matches!(&name[..], b"" | b"HEAD" | b"@") => Some(name),
+            _ => self.names.current_branch(),
+        };
+        let names = &*self.names;
+        let found = match kind {
+            SiblingBranch::Upstream => upstream::upstream(names.remotes, names, branch.as_deref()),
+            SiblingBranch::Push => upstream::push(names.remotes, names, branch.as_deref()),
+        };
+        match found {
+            Ok(full) => {
+                let id = self.names.follow_full(&full);
+                self.ref_name = Some(full);
+                match id {
+                    Some(id) => self.set(id),
+                    None => self.fail(NameError::Missing),
+                }
+            }
+            Err(err) => self.fail(NameError::Branch(err)),
         }
     }
 }
