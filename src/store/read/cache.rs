@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use lru::LruCache;
 
 use crate::store::locate::EntryKey;
-use crate::store::{Data, Kind, Object};
+use crate::store::{Data, Object};
 
 /// What a byte-capped list holds, weighed by its bytes.
 pub(crate) trait Weighed: Clone {
@@ -137,21 +137,11 @@ impl CachePolicy {
         }
     }
 
-    /// The object asked for, when deltas built it: kept if deltas of its pack still wait for it; else as an
-    /// intermediate of its kind is ([`CachePolicy::built`]).
-    pub(crate) fn served(deltas_waiting: bool, kind: Kind) -> Keep {
-        if deltas_waiting { Keep::Wanted } else { Self::built(kind) }
-    }
-
-    /// An object a walk built on its way up: trees are kept (`Other`), nothing else. Blob intermediates are not
-    /// (git keeps them): in random order they push the roots out of the cache for nothing, since a root costs a
-    /// whole inflate and an intermediate a few copies (6.8 → 5.1 s). Trees are small and walked again and again:
-    /// `ls` over many commits reads each directory's versions, and a repacked history chains them (a chain per
-    /// directory, depth 16 on average on the history-shaped stand-in), so the next commit's version of a
-    /// directory is a few links above one already built. Kept, `ls` over 40 commits went from 5.4× git to
-    /// (benches/README.md, "`ls` over chained trees").
-    pub(crate) fn built(kind: Kind) -> Keep {
-        if kind == Kind::Tree { Keep::Other } else { Keep::No }
+    /// The object asked for, when deltas built it: kept only if deltas of its pack still wait for it. The
+    /// intermediates of a walk are never kept (git keeps them): in random order they push the roots out of the
+    /// cache for nothing, since a root costs a whole inflate and an intermediate a few copies (6.8 → 5.1 s).
+    pub(crate) fn served(deltas_waiting: bool) -> Keep {
+        if deltas_waiting { Keep::Wanted } else { Keep::No }
     }
 
     /// The inflated deltas of a walk: kept only when the walk started from a base found in the cache, that is
@@ -375,18 +365,13 @@ mod tests {
     /// The policy's decisions, one by one: a change to any of them is a change to what the cache holds, which
     /// otherwise shows only in benchmarks.
     #[test]
-    fn policy_keeps_roots_waited_for_bases_and_trees_only() {
+    fn policy_keeps_roots_and_waited_for_bases_only() {
         assert_eq!(CachePolicy::root(true, false), Keep::Other, "a chain root: the next walks start from it");
         assert_eq!(CachePolicy::root(true, true), Keep::Wanted, "a root that deltas not served yet wait for");
         assert_eq!(CachePolicy::root(false, true), Keep::Wanted, "a whole object that deltas wait for");
         assert_eq!(CachePolicy::root(false, false), Keep::No, "a whole object nothing is built on");
-        assert_eq!(CachePolicy::served(true, Kind::Blob), Keep::Wanted, "a served delta that deltas wait for");
-        assert_eq!(CachePolicy::served(false, Kind::Blob), Keep::No, "a served blob nothing waits for");
-        assert_eq!(CachePolicy::served(false, Kind::Tree), Keep::Other, "a served tree: walked again");
-        assert_eq!(CachePolicy::built(Kind::Tree), Keep::Other, "a tree built on the way up");
-        for kind in [Kind::Blob, Kind::Commit, Kind::Tag] {
-            assert_eq!(CachePolicy::built(kind), Keep::No, "a {kind:?} built on the way up");
-        }
+        assert_eq!(CachePolicy::served(true), Keep::Wanted, "a served delta that deltas wait for");
+        assert_eq!(CachePolicy::served(false), Keep::No, "a served delta nothing waits for");
         assert!(CachePolicy::deltas(true), "the deltas of a walk from a cached base: a chain walked again");
         assert!(!CachePolicy::deltas(false), "the deltas of a cold walk");
         assert!(CachePolicy::release_base(false), "the last delta waiting for a base was served");

@@ -77,29 +77,6 @@ struct Base {
     cached: bool,
 }
 
-/// What the next delta of a walk up applies to: shared bytes (the base, or an object the cache keeps), or a plain
-/// buffer only this walk holds, one allocation less.
-enum Built {
-    Shared(Data),
-    Plain(Vec<u8>),
-}
-
-impl Built {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Built::Shared(data) => data,
-            Built::Plain(buffer) => buffer,
-        }
-    }
-
-    fn into_data(self) -> Data {
-        match self {
-            Built::Shared(data) => data,
-            Built::Plain(buffer) => Data::new(buffer),
-        }
-    }
-}
-
 /// Where a REF_DELTA's base is.
 enum RefBase {
     Packed(Arc<Pack>, u64),
@@ -250,25 +227,17 @@ impl Store {
     ) -> Result<Object, ReadError> {
         let Base { object: Object { kind, data: base_data }, entry: mut below, cached } = base;
         let keep_deltas = CachePolicy::deltas(cached);
-        let keep_built = CachePolicy::built(kind);
         let mut served_from = None;
-        // The results on the way up are plain buffers unless the cache keeps them; the last becomes shared `Data`.
-        let mut built = Built::Shared(base_data);
-        for (k, link) in walk.links.iter().enumerate().rev() {
+        // The results on the way up are plain buffers; only the last becomes shared `Data`.
+        let mut built: Option<Vec<u8>> = None;
+        for link in walk.links.iter().rev() {
             let pack = &walk.packs[link.pack];
-            let result = self.apply_link(pack, link, built.bytes(), keep_deltas, resolver, budget);
-            let result = result.map_err(|d| damaged(id, pack, link.offset, d))?;
-            // The object asked for (the first link) is kept below, by what waits for it.
-            built = if k > 0 && keep_built != Keep::No {
-                let object = Object { kind, data: Data::new(result) };
-                resolver.cache.keep(pack.key(link.offset), &object, keep_built);
-                Built::Shared(object.data)
-            } else {
-                Built::Plain(result)
-            };
+            let below_data = built.as_deref().unwrap_or(&base_data);
+            let result = self.apply_link(pack, link, below_data, keep_deltas, resolver, budget);
+            built = Some(result.map_err(|d| damaged(id, pack, link.offset, d))?);
             served_from = Some(below.replace((link.pack, link.offset)));
         }
-        let object = Object { kind, data: built.into_data() };
+        let object = Object { kind, data: built.map_or(base_data, Data::new) };
         if let Some(base) = served_from {
             if let Some((at, offset)) = base
                 && CachePolicy::release_base(!walk.packs[at].delta_built_from(offset))
@@ -277,7 +246,7 @@ impl Store {
             }
             let (at, offset) = below.expect("the object asked for is a pack entry");
             let pack = &walk.packs[at];
-            resolver.cache.keep(pack.key(offset), &object, CachePolicy::served(pack.is_delta_base(offset), kind));
+            resolver.cache.keep(pack.key(offset), &object, CachePolicy::served(pack.is_delta_base(offset)));
         }
         Ok(object)
     }
@@ -318,7 +287,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testpack::{Objects, Stored, chain, chain_of, delta, object_id};
+    use crate::store::testpack::{Objects, Stored, chain, delta, object_id};
     use crate::store::{Kind, ObjectId};
 
     const SHA1: gix_hash::Kind = gix_hash::Kind::Sha1;
@@ -397,33 +366,6 @@ mod tests {
         let inflated = cache.inflated_bytes();
         assert_eq!(read(&store, &entries[3].0, resolver), contents[3]);
         assert_eq!(cache.inflated_bytes(), inflated, "a walk from a cached root kept its deltas");
-    }
-
-    /// Trees are walked again and again (`ls` over many commits, each reading its version of a directory): a cold
-    /// walk keeps every tree it builds on the way up, and the tree asked for, so that the walk to a neighbouring
-    /// version stops at the first of them it meets. Before, only the root was kept, and every walk went down to it.
-    #[test]
-    fn a_walk_keeps_the_trees_it_builds_on_the_way_up() {
-        let objects = Objects::new();
-        let contents = versions("tree", 5);
-        let entries = chain_of(Kind::Tree, &slices(&contents), true);
-        let (_, offsets) = objects.add_pack("a", &entries);
-        let store = open(&objects);
-        let pack = &packs(&store)[0];
-        let resolver = &mut Resolver::new(1 << 20);
-        let object = store.read(&entries[3].0, resolver).expect("intact").expect("present");
-        assert_eq!((object.kind, &object.data[..]), (Kind::Tree, &contents[3][..]));
-        let cache = resolver.cache().clone();
-        for (k, offset) in offsets[..4].iter().enumerate() {
-            let kept = cache.get(pack.key(*offset)).expect("the root, the trees on the way up and the one asked for");
-            assert_eq!((kept.kind, &kept.data[..]), (Kind::Tree, &contents[k][..]));
-        }
-        assert!(cache.get(pack.key(offsets[4])).is_none(), "not walked");
-        // The next version is one link above the kept one: only its delta is inflated.
-        let inflated = cache.inflated_bytes();
-        let Stored::Ofs(_, last) = &entries[4].1 else { panic!("a chain of OFS deltas") };
-        assert_eq!(store.read(&entries[4].0, resolver).expect("intact").expect("present").data[..], contents[4][..]);
-        assert_eq!(cache.inflated_bytes() - inflated, last.len() as u64);
     }
 
     /// Pack order: a whole object, then the delta built on it. The whole object asked for by itself is not kept
