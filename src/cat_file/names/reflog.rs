@@ -16,17 +16,17 @@ pub(crate) struct Log {
 }
 
 /// git's `repo_dwim_log`: the first reference, by git's rules, that `name` names and that has a reflog (its
-/// own, or that of the reference a symbolic one points at).
-pub(crate) fn find(refs: &gix_ref::file::Store, name: &[u8]) -> Option<Log> {
+/// own, or that of the reference a symbolic one points at), and how many of the rules found one.
+pub(crate) fn find(refs: &gix_ref::file::Store, name: &[u8]) -> Option<(Log, usize)> {
+    let mut found = None;
+    let mut count = 0;
     for full in ref_rules::expansions(name) {
         let Some((target, current)) = resolve(refs, &full) else { continue };
-        for candidate in [&full, &target] {
-            if exists(refs, candidate) {
-                return Some(Log { name: candidate.clone(), current });
-            }
-        }
+        let Some(log) = [&full, &target].into_iter().find(|candidate| exists(refs, candidate)) else { continue };
+        count += 1;
+        found.get_or_insert(Log { name: log.clone(), current });
     }
-    None
+    found.map(|log| (log, count))
 }
 
 /// `@{…}` without a name: the branch HEAD points at (git's `repo_dwim_ref("HEAD")`), reflog or not.
@@ -210,14 +210,21 @@ pub(crate) fn at_mark(
     warnings: &mut Vec<u8>,
 ) -> Result<Option<ObjectId>, ReflogError> {
     let Some((at, close)) = super::syntax::reflog_mark(name) else { return Ok(None) };
-    if !super::ambiguous::looked_up(&name[close + 1..]) {
+    // `@{-<n>}` is no reflog lookup, and git takes a name with it anywhere but at the start for nothing.
+    if name[at + 2] == b'-' || !super::ambiguous::looked_up(&name[close + 1..]) {
         return Ok(None);
     }
-    let log = match ref_name {
-        Some(ref_name) => find(refs, ref_name),
-        None => of_head(refs),
+    let (log, logs) = match ref_name {
+        Some(ref_name) => find(refs, ref_name).unzip(),
+        None => (of_head(refs), None),
     };
-    let (Some(log), Some(query)) = (log, query(&name[at + 2..close])) else { return Ok(None) };
+    let Some(log) = log else { return Ok(None) };
+    if logs.is_some_and(|logs| logs > 1) {
+        // git's `core.warnAmbiguousRefs` warning, for logs found by more than one rule. (git also warns when
+        // the name is an abbreviated id; the store is not at hand here, and a ref named so has no log by default.)
+        warnings.extend_from_slice(&[b"warning: refname '", &name[..at], b"' is ambiguous.\n"].concat());
+    }
+    let Some(query) = query(&name[at + 2..close]) else { return Ok(None) };
     let shown = if at == 0 { short_name(&log) } else { name[..at].to_vec() };
     lookup(refs, hash, &log, &query, &shown, warnings).map(Some)
 }
