@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::util::cat_file::{Stderr, assert_same, run};
-use crate::util::{CAT_BLOBD, Rng, build_with_script, escape};
+use crate::util::{CAT_BLOBD, Rng, build_with_script, escape, git_255};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-upstream-fixtures.sh");
 
@@ -31,12 +31,6 @@ fn root() -> &'static Path {
 struct Ask {
     args: Vec<String>,
     stdin: Vec<u8>,
-}
-
-/// The git under test when it is 2.55 or newer (`CAT_BLOBD_TEST_GIT`).
-fn git_255() -> Option<PathBuf> {
-    let git = std::env::var_os("CAT_BLOBD_TEST_GIT")?;
-    (crate::util::test_git_version() >= (2, 55)).then(|| PathBuf::from(git))
 }
 
 /// `GIT_CONFIG_COUNT` and its keys and values for `settings`.

@@ -3,6 +3,7 @@
 
 mod cat_file;
 mod cat_file_255;
+mod cat_file_dates;
 mod cat_file_names;
 mod cat_file_upstream;
 mod clients;

@@ -49,6 +49,9 @@ pub(crate) fn run(
             let not_valid = || CatFileError::Git(Die::NotValidName(name.to_vec()));
             let object = store.read(&id, names.resolver)?.ok_or_else(not_valid)?;
             if object.kind == Kind::Tree {
+                // git prints a tree by running `ls-tree <name>`, which resolves the name again and says again
+                // what it said on the way (a reflog's warnings, an ambiguous refname).
+                names.resolve(name)?;
                 let mut listing = Vec::new();
                 let listed = print_tree::ls_tree(&object.data, store.object_hash(), quote_path, &mut listing);
                 out.push(listing);

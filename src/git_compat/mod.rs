@@ -1,4 +1,5 @@
 //! Leaf helpers that copy git's C behaviour byte for byte. Nothing here depends on the rest of the crate.
+pub mod date;
 pub(crate) mod parse_ulong;
 pub(crate) mod quote;
 pub mod sigset;

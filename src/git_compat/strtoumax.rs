@@ -1,5 +1,6 @@
 //! C's `strtoumax` and `strtoul` (glibc, LP64: both are the same 64-bit conversion), which git uses for mark
-//! numbers, `data` lengths, `--depth`/`--cat-blob-fd` arguments and size settings.
+//! numbers, `data` lengths, `--depth`/`--cat-blob-fd` arguments and size settings; and `strtol` (base 10),
+//! which git's date parser uses.
 
 /// What one conversion reports: the value, where parsing stopped, and whether C would set `errno` to `ERANGE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +47,26 @@ pub(crate) fn strtoumax_errno(s: &[u8], base: u32) -> Option<Converted> {
 /// [`strtoumax_errno`] without `errno`: the value and the bytes consumed, as most of git's callers use it.
 pub(crate) fn strtoumax(s: &[u8], base: u32) -> Option<(u64, usize)> {
     strtoumax_errno(s, base).map(|c| (c.value, c.end))
+}
+
+/// C's `strtol(s, &end, 10)` (glibc, LP64): like [`strtoumax`] for base 10, but signed, saturating at
+/// `i64::MAX` and `i64::MIN`. `None` when there are no digits.
+pub(crate) fn strtol(s: &[u8]) -> Option<(i64, usize)> {
+    let converted = strtoumax_errno(s, 10)?;
+    let negative = s[..converted.end].contains(&b'-');
+    let magnitude = if converted.overflowed {
+        u64::MAX
+    } else if negative {
+        converted.value.wrapping_neg()
+    } else {
+        converted.value
+    };
+    let value = match negative {
+        true if magnitude > 1 << 63 => i64::MIN,
+        true => (magnitude as i64).wrapping_neg(),
+        false => i64::try_from(magnitude).unwrap_or(i64::MAX),
+    };
+    Some((value, converted.end))
 }
 
 /// The check of git's `ulong_arg` (fast-import.c) around `strtoul(arg, &end, 0)`: the whole of `arg` is one
@@ -106,6 +127,16 @@ mod tests {
         for bad in [&b""[..], b"-1", b"-0", b"1x", b"3 ", b"0x"] {
             assert_eq!(ulong_arg(bad), None, "{:?}", bad.escape_ascii());
         }
+    }
+
+    #[test]
+    fn strtol_saturates_as_glibc() {
+        assert_eq!(strtol(b" -12x"), Some((-12, 4)));
+        assert_eq!(strtol(b"+7"), Some((7, 2)));
+        assert_eq!(strtol(b"9223372036854775808"), Some((i64::MAX, 19)));
+        assert_eq!(strtol(b"-9223372036854775808"), Some((i64::MIN, 20)));
+        assert_eq!(strtol(b"-99999999999999999999"), Some((i64::MIN, 21)));
+        assert_eq!(strtol(b"-"), None);
     }
 
     #[test]

@@ -133,8 +133,19 @@ mod tests {
     fn cat_file_and_fast_import_are_answered_the_rest_goes_to_git() {
         assert!(plan_of(&["-C", "x", "cat-file", "--batch-check"]).is_some_and(|plan| plan.is_cat_file()));
         assert!(plan_of(&["cat-file", "-p", "HEAD:file"]).is_some());
-        for answered in ["HEAD@{1}", "@{-1}", ":file", ":2:file", ":/message", "HEAD^{/message}", "@{u}", "main@{push}"]
-        {
+        for answered in [
+            "HEAD@{1}",
+            "@{-1}",
+            ":file",
+            ":2:file",
+            ":/message",
+            "HEAD^{/message}",
+            "@{u}",
+            "main@{push}",
+            "HEAD@{yesterday}",
+            "main@{2 weeks ago}:file",
+            "@{last friday}~1",
+        ] {
             assert!(plan_of(&["cat-file", "-p", answered]).is_some(), "{answered}");
         }
         assert!(plan_of(&["--git-dir=g", "fast-import", "--quiet", "--cat-blob-fd=3"]).is_some());
@@ -147,7 +158,6 @@ mod tests {
             &["-p", "cat-file", "-p", "HEAD"],
             &["cat-file", "--textconv", "HEAD:f"],
             &["cat-file", "--frobnicate"],
-            &["cat-file", "-p", "HEAD@{yesterday}"],
             &["cat-file", "-p", "@{-1}@{upstream}"],
             &["-c", "branch.main.merge=refs/heads/x", "cat-file", "-p", "main@{u}"],
             &["cat-file", "-p", "HEAD:./file"],

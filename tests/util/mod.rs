@@ -19,7 +19,7 @@ pub mod shim;
 pub mod skip;
 mod test_git;
 
-pub use test_git::{messages_differ_in_case, test_git_path, test_git_version};
+pub use test_git::{git_255, messages_differ_in_case, test_git_path, test_git_version};
 
 /// The binary under test.
 pub const CAT_BLOBD: &str = env!("CARGO_BIN_EXE_cat-blobd");

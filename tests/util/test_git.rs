@@ -35,6 +35,12 @@ pub fn test_git_path() -> Option<&'static OsStr> {
     .as_deref()
 }
 
+/// The git to compare with when it is 2.55 or newer (`CAT_BLOBD_TEST_GIT`): the release cat-blobd answers as.
+pub fn git_255() -> Option<std::path::PathBuf> {
+    let git = std::env::var_os("CAT_BLOBD_TEST_GIT")?;
+    (test_git_version() >= (2, 55)).then(|| std::path::PathBuf::from(git))
+}
+
 /// git 2.52 wrote its fast-import messages with a lower-case first letter, as cat-blobd does (it answers as the
 /// newest git); against an older git, messages are compared ignoring ASCII case, and exactly otherwise.
 pub fn messages_differ_in_case() -> bool {

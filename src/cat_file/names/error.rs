@@ -29,9 +29,9 @@ pub enum NameError {
     /// `:<path>` or `:<n>:<path>` in a repository without an index (git's `diagnose_invalid_index_path`).
     #[error("path '{}' does not exist (neither on disk nor in the index)", crate::fatal::Bytes(.0))]
     NotInIndex(Vec<u8>),
-    /// `<ref>@{<n>}` past the end of the reflog: git dies with this message.
-    #[error("{0}")]
-    Reflog(String),
+    /// `<ref>@{<n>}` past the end of the reflog, an empty reflog, or one that cannot be read.
+    #[error(transparent)]
+    Reflog(#[from] ReflogError),
     /// `:<n>:<path>` where the index has the path at another stage.
     #[error("path '{}' is in the index, but not at stage {stage}\nhint: Did you mean ':{found}:{}'?", crate::fatal::Bytes(.path), crate::fatal::Bytes(.path))]
     NotAtStage { path: Vec<u8>, stage: u8, found: u8 },
@@ -66,13 +66,33 @@ pub enum NameError {
     Unparsable { id: ObjectId, kind: Kind },
 }
 
+/// Why a reflog lookup (`<ref>@{<n>}`, `<ref>@{<date>}`) fails: git's deaths in `read_ref_at` and
+/// `get_oid_basic`, and a log that exists but does not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReflogError {
+    /// No entry git can read, asked for anything but `@{0}` (the full name of the log).
+    #[error("log for {} is empty", crate::fatal::Bytes(.0))]
+    Empty(Vec<u8>),
+    /// `@{<n>}` past the oldest entry (the name as given, and git's count).
+    #[error("log for '{}' only has {count} entries", crate::fatal::Bytes(.shown))]
+    TooFew { shown: Vec<u8>, count: i32 },
+    /// The log exists and cannot be read (git would take it for empty).
+    #[error("cannot read the reflog of {}: {source}", crate::fatal::Bytes(.name))]
+    Read {
+        name: Vec<u8>,
+        #[source]
+        source: gix_error::Error,
+    },
+    /// An entry's time that git's `show_date` dies on, in a warning about it.
+    #[error(transparent)]
+    Date(#[from] crate::git_compat::date::DateError),
+}
+
 /// A form of name cat-blobd does not resolve (in some repositories).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
     /// `<rev>:./<path>`, `:./<path>`: relative to where the command runs in a work tree.
     RelativePath,
-    /// `<ref>@{<date>}` in a reflog with entries.
-    ReflogDate,
     /// `@{…}` after `@{…}` (`@{-1}@{upstream}`, `<branch>@{u}@{1}`).
     ChainedMarks,
     /// An id of the other hash's length, with `extensions.compatObjectFormat`.
@@ -83,7 +103,6 @@ impl std::fmt::Display for Form {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Form::RelativePath => "paths relative to the current directory (<rev>:./<path>)",
-            Form::ReflogDate => "reflog entries by date (<ref>@{<date>})",
             Form::ChainedMarks => "one @{...} after another (@{-1}@{upstream}, <branch>@{u}@{1})",
             Form::CompatHash => "ids in the compatibility hash (extensions.compatObjectFormat)",
         })

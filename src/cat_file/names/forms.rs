@@ -4,6 +4,8 @@
 use gix_hash::Prefix;
 use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup, SiblingBranch, Traversal};
 
+use super::syntax::with_reflog_stand_in;
+
 use super::error::Form;
 
 /// The form a path after `:` uses (`<rev>:<path>`, `:<path>`), if `resolve` may refuse it.
@@ -14,11 +16,6 @@ pub(super) fn path_form(path: &[u8]) -> Option<Form> {
 /// The form `name` uses that its text alone shows, if `resolve` refuses it.
 pub(super) fn text_form(name: &[u8]) -> Option<Form> {
     super::syntax::chained_marks(name).then_some(Form::ChainedMarks)
-}
-
-/// The form of a reflog lookup that is refused: by date.
-pub(super) fn reflog_form(query: &ReflogLookup) -> Option<Form> {
-    matches!(query, ReflogLookup::Date(_)).then_some(Form::ReflogDate)
 }
 
 /// The error that stops gix-revision's parse: the delegate notes why before it returns this.
@@ -35,7 +32,7 @@ pub fn refusable(name: &[u8]) -> Option<Form> {
         return Some(form);
     }
     let mut forms = Forms::default();
-    let _ = gix_revision::spec::parse(name.into(), &mut forms);
+    let _ = gix_revision::spec::parse(with_reflog_stand_in(name).as_ref().into(), &mut forms);
     forms.found
 }
 
@@ -66,8 +63,8 @@ impl delegate::Revision for Forms {
         Ok(())
     }
 
-    fn reflog(&mut self, query: ReflogLookup) -> gix_error::Result {
-        self.form(reflog_form(&query))
+    fn reflog(&mut self, _query: ReflogLookup) -> gix_error::Result {
+        Ok(())
     }
 
     fn nth_checked_out_branch(&mut self, _branch_no: usize) -> gix_error::Result {
@@ -121,7 +118,9 @@ mod tests {
         for (name, form) in [
             (&b"HEAD:./file"[..], Some(Form::RelativePath)),
             (b":../file", Some(Form::RelativePath)),
-            (b"main@{yesterday}", Some(Form::ReflogDate)),
+            (b"main@{yesterday}", None),
+            (b"main@{2 weeks ago}:./file", Some(Form::RelativePath)),
+            (b"@{last friday}~1:dir/file", None),
             (b"@{u}", None),
             (b"main@{push}:file", None),
             (b"main@{push}:./file", Some(Form::RelativePath)),

@@ -1,11 +1,13 @@
-//! `<ref>@{<n>}` and `@{<n>}` (git's `get_oid_basic` with `repo_dwim_log` and `read_ref_at`): the value a
-//! reference had `n` updates ago, read from its reflog (`logs/<ref>`, one `<old> <new> …` line per update,
-//! newest last). `@{0}` is the reference's value even without a reflog (a bare repository keeps none), and a
-//! reflog with too few entries is fatal with git's message.
+//! `<ref>@{<n>}`, `<ref>@{<date>}`, `@{…}` and `@{-<n>}`: git 2.55's reflog half of `get_oid_basic`
+//! (object-name.c), its `read_ref_at` (refs.c, with the callbacks `read_ref_at_ent` and
+//! `read_ref_at_ent_oldest`), `repo_dwim_log` and `interpret_nth_prior_checkout`. The entries are read as git
+//! reads them (`reflog_entries`); the warnings git prints on the way are handed back to the caller to print.
 use gix_hash::ObjectId;
 
-use super::error::NameError;
+use super::error::ReflogError;
 use super::ref_rules;
+use super::reflog_entries::{self, Entry};
+use crate::git_compat::date::{approxidate_careful, show_rfc2822};
 
 /// A reference's reflog: its full name and what it names now.
 pub(crate) struct Log {
@@ -14,92 +16,163 @@ pub(crate) struct Log {
 }
 
 /// git's `repo_dwim_log`: the first reference, by git's rules, that `name` names and that has a reflog (its
-/// own, or that of the reference a symbolic one points at).
-pub(crate) fn find(refs: &gix_ref::file::Store, name: &[u8]) -> Option<Log> {
+/// own, or that of the reference a symbolic one points at), and how many of the rules found one.
+pub(crate) fn find(refs: &gix_ref::file::Store, name: &[u8]) -> Option<(Log, usize)> {
+    let mut found = None;
+    let mut count = 0;
     for full in ref_rules::expansions(name) {
         let Some((target, current)) = resolve(refs, &full) else { continue };
-        for candidate in [&full, &target] {
-            if exists(refs, candidate) {
-                return Some(Log { name: candidate.clone(), current });
-            }
-        }
+        let Some(log) = [&full, &target].into_iter().find(|candidate| exists(refs, candidate)) else { continue };
+        count += 1;
+        found.get_or_insert(Log { name: log.clone(), current });
     }
-    None
+    found.map(|log| (log, count))
 }
 
-/// `@{<n>}` without a name: the branch HEAD points at (git's `repo_dwim_ref("HEAD")`), reflog or not.
+/// `@{…}` without a name: the branch HEAD points at (git's `repo_dwim_ref("HEAD")`), reflog or not.
 pub(crate) fn of_head(refs: &gix_ref::file::Store) -> Option<Log> {
     let (name, current) = resolve(refs, b"HEAD")?;
     Some(Log { name, current })
 }
 
-/// The `(old, new)` ids of each entry of the reflog of `name`, newest first, read by gix-ref. Like git's
-/// `for_each_reflog_ent`, a line that does not parse is skipped, and a log that cannot be opened or read has
-/// no entries (git's `read_ref_at` then says the log is empty).
-fn entries(refs: &gix_ref::file::Store, name: &[u8]) -> Vec<(ObjectId, ObjectId)> {
-    let mut buf = Vec::new();
-    let Some(full) = full_name(name) else { return Vec::new() };
-    let Ok(Some(lines)) = refs.reflog_iter(full, &mut buf) else { return Vec::new() };
-    let mut entries: Vec<(ObjectId, ObjectId)> =
-        lines.filter_map(Result::ok).map(|line| (line.previous_oid(), line.new_oid())).collect();
-    entries.reverse();
-    entries
-}
-
 /// Does `name` have a reflog (a file; git's `files_reflog_exists`)?
 fn exists(refs: &gix_ref::file::Store, name: &[u8]) -> bool {
-    full_name(name).is_some_and(|full| refs.reflog_exists(full).unwrap_or(false))
+    let full = <&gix_ref::FullNameRef>::try_from(gix_object::bstr::BStr::new(name));
+    full.is_ok_and(|full| refs.reflog_exists(full).unwrap_or(false))
 }
 
-fn full_name(name: &[u8]) -> Option<&gix_ref::FullNameRef> {
-    <&gix_ref::FullNameRef>::try_from(gix_object::bstr::BStr::new(name)).ok()
+/// What `@{<text>}` asks for: git reads digits as a count (from 100000000 on, as seconds since 1970), and
+/// anything else as a date, by approxidate.
+pub(crate) struct Query {
+    at_time: u64,
+    nth: i32,
 }
 
-/// The id `log` had `nth` updates ago. `shown` is the name git's messages use (the name as given, or the
-/// branch's short name for `@{<n>}`).
-pub(crate) fn nth(refs: &gix_ref::file::Store, log: &Log, nth: usize, shown: &[u8]) -> Result<ObjectId, NameError> {
-    let entries = entries(refs, &log.name);
-    let fatal = |message: String| NameError::Reflog(message);
-    if entries.is_empty() {
-        return match nth {
-            // git's read_ref_at: no entries and `@{0}`: the reference's value.
-            0 => Ok(log.current),
-            _ => Err(fatal(format!("log for {} is empty", crate::fatal::Bytes(&log.name)))),
-        };
+/// git's reading of the text between the braces; `None` where approxidate finds no date in it (git's
+/// `get_oid_basic` returns -1: the name names nothing).
+pub(crate) fn query(text: &[u8]) -> Option<Query> {
+    let mut nth = 0i32;
+    for &ch in text {
+        if nth < 0 {
+            break;
+        }
+        // git's `int` arithmetic, which wraps on the machines it runs on.
+        nth = if ch.is_ascii_digit() { nth.wrapping_mul(10).wrapping_add(i32::from(ch - b'0')) } else { -1 };
     }
-    match nth {
-        0 => Ok(log.current),
-        n if n < entries.len() => Ok(entries[n].1),
-        // One past the oldest entry: the value before it (unless it was created there).
-        n if n == entries.len() && !entries[n - 1].0.is_null() => Ok(entries[n - 1].0),
-        _ => Err(fatal(format!("log for '{}' only has {} entries", crate::fatal::Bytes(shown), entries.len()))),
+    if nth >= 100_000_000 {
+        return Some(Query { at_time: nth as u64, nth: -1 });
+    }
+    if nth >= 0 {
+        return Some(Query { at_time: 0, nth });
+    }
+    let (at_time, errors) = approxidate_careful(text);
+    (!errors).then_some(Query { at_time, nth })
+}
+
+/// The rest of git's `get_oid_basic` for a reflog: the id `query` names in `log`. `shown` is the name git's
+/// messages use (as given, or the branch's short name for `@{…}`). Warnings go to `warnings`.
+pub(crate) fn lookup(
+    refs: &gix_ref::file::Store,
+    hash: gix_hash::Kind,
+    log: &Log,
+    query: &Query,
+    shown: &[u8],
+    warnings: &mut Vec<u8>,
+) -> Result<ObjectId, ReflogError> {
+    let bytes = reflog_entries::read(refs, &log.name)?.unwrap_or_default();
+    let entries = reflog_entries::entries(&bytes, hash);
+    let found = read_ref_at(&entries, &log.name, query, log.current, warnings)?;
+    let Some(cutoff) = found.past_oldest else { return Ok(found.id) };
+    if query.at_time != 0 {
+        let date = show_rfc2822(cutoff.time, cutoff.tz)?;
+        warnings.extend_from_slice(
+            &[b"warning: log for '", shown, b"' only goes back to ", date.as_bytes(), b"\n"].concat(),
+        );
+        Ok(found.id)
+    } else if query.nth == cutoff.count && !found.id.is_null() {
+        // Asked for the n-th entry of n: the value before the oldest.
+        Ok(found.id)
+    } else {
+        Err(ReflogError::TooFew { shown: shown.to_vec(), count: cutoff.count })
     }
 }
 
-/// A lookup by date in a reflog without entries: git's `read_ref_at` dies saying so. `None` when there are
-/// entries (cat-blobd does not look them up by date).
-pub(crate) fn by_date_if_empty(refs: &gix_ref::file::Store, log: &Log) -> Option<NameError> {
-    let empty = entries(refs, &log.name).is_empty();
-    empty.then(|| NameError::Reflog(format!("log for {} is empty", crate::fatal::Bytes(&log.name))))
+/// git's `read_ref_at` cutoff: the oldest entry's time and offset, and how many entries there were.
+struct Cutoff {
+    time: u64,
+    tz: i32,
+    count: i32,
+}
+
+/// What `read_ref_at` found: the id, and `past_oldest` where it ran past the oldest entry (git returns 1).
+struct Found {
+    id: ObjectId,
+    past_oldest: Option<Cutoff>,
+}
+
+/// git's `read_ref_at`: newest first, the first entry at or before `at_time`, or the `nth` (counted from 0);
+/// failing that, the oldest entry's old value (its new one for a date, when it created the reference).
+/// Warns as git does where the log has a gap or does not end on the reference's value.
+fn read_ref_at(
+    entries: &[Entry<'_>],
+    refname: &[u8],
+    query: &Query,
+    current: ObjectId,
+    warnings: &mut Vec<u8>,
+) -> Result<Found, ReflogError> {
+    let null = ObjectId::null(current.kind());
+    let (mut cnt, mut previous_old, mut count) = (query.nth, null, 0i32);
+    for entry in entries.iter().rev() {
+        if entry.timestamp <= query.at_time || cnt == 0 {
+            let date = || show_rfc2822(entry.timestamp, entry.tz);
+            let mut id = current;
+            if !previous_old.is_null() {
+                id = entry.new;
+                if previous_old != entry.new {
+                    warn(warnings, b"has gap after", refname, &date()?);
+                }
+            } else if entry.timestamp == query.at_time {
+                id = entry.new;
+            } else if entry.new != current {
+                warn(warnings, b"unexpectedly ended on", refname, &date()?);
+            }
+            return Ok(Found { id, past_oldest: None });
+        }
+        count += 1;
+        previous_old = entry.old;
+        if cnt > 0 {
+            cnt -= 1;
+        }
+    }
+    let Some(oldest) = entries.first() else {
+        if query.nth == 0 {
+            // `@{0}` of an empty log: the reference's value, as the caller prepared it.
+            return Ok(Found { id: current, past_oldest: Some(Cutoff { time: 0, tz: 0, count: 0 }) });
+        }
+        return Err(ReflogError::Empty(refname.to_vec()));
+    };
+    let id = if query.at_time != 0 && oldest.old.is_null() { oldest.new } else { oldest.old };
+    Ok(Found { id, past_oldest: Some(Cutoff { time: oldest.timestamp, tz: oldest.tz, count }) })
+}
+
+/// `warning: log for ref <refname> <what> <date>`.
+fn warn(warnings: &mut Vec<u8>, what: &[u8], refname: &[u8], date: &str) {
+    warnings.extend_from_slice(&[b"warning: log for ref ", refname, b" ", what, b" ", date.as_bytes(), b"\n"].concat());
 }
 
 /// `@{-<n>}` (git's `interpret_nth_prior_checkout`): the branch (or id) HEAD was on before the `n`-th newest
 /// `checkout: moving from <a> to <b>` in HEAD's reflog.
-pub(crate) fn nth_prior_checkout(refs: &gix_ref::file::Store, n: usize) -> Option<Vec<u8>> {
-    let mut buf = Vec::new();
-    let lines = refs.reflog_iter(full_name(b"HEAD")?, &mut buf).ok()??;
-    let moves: Vec<Vec<u8>> = lines
-        .filter_map(Result::ok)
-        .filter_map(|line| {
-            let from = line.message.strip_prefix(b"checkout: moving from ")?;
-            let to = memchr::memmem::find(from, b" to ")?;
-            Some(from[..to].to_vec())
-        })
-        .collect();
-    moves.into_iter().rev().nth(n.checked_sub(1)?)
+pub(crate) fn nth_prior_checkout(
+    refs: &gix_ref::file::Store,
+    hash: gix_hash::Kind,
+    n: usize,
+) -> Result<Option<Vec<u8>>, ReflogError> {
+    let Some(bytes) = reflog_entries::read(refs, b"HEAD")? else { return Ok(None) };
+    let entries = reflog_entries::entries(&bytes, hash);
+    Ok(reflog_entries::nth_checkout_from(&entries, n).map(<[u8]>::to_vec))
 }
 
-/// The name of the log, as git's messages about `@{<n>}` give it: a branch by its short name, else `HEAD`.
+/// The name of the log, as git's messages about `@{…}` give it: a branch by its short name, else `HEAD`.
 pub(crate) fn short_name(log: &Log) -> Vec<u8> {
     log.name.strip_prefix(b"refs/heads/").map_or_else(|| b"HEAD".to_vec(), <[u8]>::to_vec)
 }
@@ -123,4 +196,35 @@ fn resolve(refs: &gix_ref::file::Store, full: &[u8]) -> Option<(Vec<u8>, ObjectI
         }
     }
     None
+}
+
+/// A reflog lookup in `name`, as git's `get_oid_basic` answers it: `ref_name` is the reference before the
+/// `@{…}` as gix-revision found it (`None`: the mark alone, HEAD's branch). `None`: the name names nothing
+/// (no such reference or log, no date in the text, or a mark git never reads because something other than
+/// `^…`, `~<n>` or `:<path>` follows it). git's warnings go to `warnings`.
+pub(crate) fn at_mark(
+    refs: &gix_ref::file::Store,
+    hash: gix_hash::Kind,
+    name: &[u8],
+    ref_name: Option<&[u8]>,
+    warnings: &mut Vec<u8>,
+) -> Result<Option<ObjectId>, ReflogError> {
+    let Some((at, close)) = super::syntax::reflog_mark(name) else { return Ok(None) };
+    // `@{-<n>}` is no reflog lookup, and git takes a name with it anywhere but at the start for nothing.
+    if name[at + 2] == b'-' || !super::ambiguous::looked_up(&name[close + 1..]) {
+        return Ok(None);
+    }
+    let (log, logs) = match ref_name {
+        Some(ref_name) => find(refs, ref_name).unzip(),
+        None => (of_head(refs), None),
+    };
+    let Some(log) = log else { return Ok(None) };
+    if logs.is_some_and(|logs| logs > 1) {
+        // git's `core.warnAmbiguousRefs` warning, for logs found by more than one rule. (git also warns when
+        // the name is an abbreviated id; the store is not at hand here, and a ref named so has no log by default.)
+        warnings.extend_from_slice(&[b"warning: refname '", &name[..at], b"' is ambiguous.\n"].concat());
+    }
+    let Some(query) = query(&name[at + 2..close]) else { return Ok(None) };
+    let shown = if at == 0 { short_name(&log) } else { name[..at].to_vec() };
+    lookup(refs, hash, &log, &query, &shown, warnings).map(Some)
 }

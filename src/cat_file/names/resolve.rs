@@ -11,9 +11,9 @@ use gix_revision::spec::parse::delegate::{self, PeelTo, PrefixHint, ReflogLookup
 use super::ambiguous::{self, Needs};
 use super::error::Form;
 use super::error::NameError;
-use super::forms::{self, reflog_form, stop};
+use super::forms::{self, stop};
 use super::symlinks::{self, Followed};
-use super::syntax::{describe_output, nth_onion, rev_before_path};
+use super::syntax::{describe_output, nth_onion, rev_before_path, with_reflog_stand_in};
 use super::upstream;
 use super::walk;
 use super::{index, ref_rules, reflog, search};
@@ -73,7 +73,8 @@ impl Names<'_> {
             ref_name: None,
             loud: loud(name),
         };
-        let parsed = gix_revision::spec::parse(name.into(), &mut spec);
+        // gix-revision parses a stand-in for the text of a reflog lookup, which `reflog` reads itself.
+        let parsed = gix_revision::spec::parse(with_reflog_stand_in(name).as_ref().into(), &mut spec);
         if let Some(form) = spec.unsupported {
             return Err(NameError::Unsupported { form, name: name.to_vec() });
         }
@@ -378,6 +379,9 @@ impl Spec<'_, '_> {
 
 impl delegate::Revision for Spec<'_, '_> {
     fn find_ref(&mut self, name: &gix_object::bstr::BStr) -> gix_error::Result {
+        // `@@{<n>}`: git reads the `@` before a reflog lookup as HEAD (`substitute_branch_name`).
+        let head_log = name == "@" && self.name.starts_with(b"@@{") && !upstream::mark_follows(&self.name[1..]);
+        let name: &gix_object::bstr::BStr = if head_log { "HEAD".into() } else { name };
         self.ref_name = Some(name.to_vec());
         if self.name.starts_with(name) && upstream::mark_follows(&self.name[name.len()..]) {
             // `<branch>@{upstream}`: git reads `<branch>` as a branch name, not as a reference.
@@ -426,43 +430,25 @@ impl delegate::Revision for Spec<'_, '_> {
         }
     }
 
-    fn reflog(&mut self, query: ReflogLookup) -> gix_error::Result {
-        let refs = &self.names.refs;
-        // `<name>@{…}` reads the reflog of the reference `<name>` names (none: no such name); `@{…}` that of
-        // the branch HEAD is on, with or without a reflog.
-        let (log, shown) = match self.ref_name.take() {
-            Some(name) => match reflog::find(refs, &name) {
-                Some(log) => (log, name),
-                None => return self.fail(NameError::Missing),
-            },
-            None => match reflog::of_head(refs) {
-                Some(log) => {
-                    let shown = reflog::short_name(&log);
-                    (log, shown)
-                }
-                None => return self.fail(NameError::Missing),
-            },
-        };
-        match query {
-            ReflogLookup::Entry(n) => {
-                let found = reflog::nth(refs, &log, n, &shown).map(Some);
-                self.step(found)
-            }
-            ReflogLookup::Date(_) => match reflog::by_date_if_empty(refs, &log) {
-                Some(err) => self.fail(err),
-                None => match reflog_form(&query) {
-                    Some(form) => self.unsupported(form),
-                    None => Ok(()),
-                },
-            },
+    fn reflog(&mut self, _query: ReflogLookup) -> gix_error::Result {
+        // `<name>@{…}` reads the reflog of the reference `<name>` names; `@{…}` that of the branch HEAD is on.
+        let (hash, mut warnings) = (self.names.store.object_hash(), Vec::new());
+        let ref_name = self.ref_name.take();
+        let found = reflog::at_mark(&self.names.refs, hash, self.name, ref_name.as_deref(), &mut warnings);
+        if !warnings.is_empty() {
+            self.names.messages.write(&warnings);
         }
+        self.step(found.map_err(NameError::from))
     }
 
     fn nth_checked_out_branch(&mut self, branch_no: usize) -> gix_error::Result {
         // git finds the branch in HEAD's reflog: without one (a bare repository) the name names nothing. A
         // detached HEAD was recorded by its id; a branch is then looked up by git's rules.
-        let Some(branch) = reflog::nth_prior_checkout(&self.names.refs, branch_no) else {
-            return self.fail(NameError::Missing);
+        let hash = self.names.store.object_hash();
+        let branch = match reflog::nth_prior_checkout(&self.names.refs, hash, branch_no) {
+            Ok(Some(branch)) => branch,
+            Ok(None) => return self.fail(NameError::Missing),
+            Err(err) => return self.fail(err.into()),
         };
         let hex_len = self.names.store.object_hash().len_in_hex();
         if branch.len() == hex_len

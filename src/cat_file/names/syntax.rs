@@ -65,3 +65,31 @@ pub(super) fn describe_output(name: &[u8], abbrev: &[u8]) -> bool {
 pub(super) fn chained_marks(name: &[u8]) -> bool {
     memchr::memmem::find(rev_before_path(name), b"}@{").is_some()
 }
+
+/// Where the `@{…}` of a reflog lookup is in `name`: the `@` and the closing `}`. git finds it at the end of
+/// the reference part of the `<rev>` (before any `^` or `~`), as `get_oid_basic` does once `get_oid_1` has
+/// taken the suffixes off.
+pub(super) fn reflog_mark(name: &[u8]) -> Option<(usize, usize)> {
+    let rev = rev_before_path(name);
+    let at = memchr::memmem::find(rev, b"@{")?;
+    if memchr::memchr2(b'^', b'~', &rev[..at]).is_some() {
+        return None;
+    }
+    let close = at + 2 + memchr::memchr(b'}', &rev[at + 2..])?;
+    Some((at, close))
+}
+
+/// `name` with the text of its reflog lookup replaced by `100000000`, when git reads that text itself (a
+/// count, or a date by approxidate, not `@{-<n>}`, `@{upstream}` or `@{push}`). gix-revision reads a date
+/// with gix-date, which knows few of approxidate's forms, and stops on the others; given this stand-in it
+/// reports a lookup by date, and the resolver reads the original text as git does.
+pub(super) fn with_reflog_stand_in(name: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let Some((at, close)) = reflog_mark(name) else { return name.into() };
+    let text = &name[at + 2..close];
+    let sibling =
+        [&b"@{upstream}"[..], b"@{u}", b"@{push}"].iter().any(|mark| name[at..=close].eq_ignore_ascii_case(mark));
+    if text.is_empty() || text[0] == b'-' || sibling {
+        return name.into();
+    }
+    [&name[..at + 2], b"100000000", &name[close..]].concat().into()
+}
