@@ -10,7 +10,7 @@ use super::args::{Args, BatchMode, CmdMode};
 use super::die::Die;
 use super::filter::FilterSpec;
 use super::format::Format;
-use super::job::{ObjectJob, Settings, Worker};
+use super::job::{BatchJob, ObjectJob, RunJob, Settings, Worker};
 use super::mailmap::{Mailmap, parse_maybe_bool};
 use super::names::{NameError, Names};
 use super::{CatFileError, Io, Outcome, Repo};
@@ -18,12 +18,12 @@ use crate::engine::{Engine, Target};
 use crate::io::line_reader::LineReader;
 use crate::repo::MailmapConfig;
 use crate::response::encode::Response;
-use crate::store::{ObjectId, Place, Resolver};
+use crate::store::{ObjectId, Place, Resolver, WalkOrder};
 
 /// One batch run: `'s` is the store's lifetime, `'j` the jobs' (they borrow the run's [`Settings`]).
 struct Batch<'b, 'scope, 's, 'j> {
     names: &'b mut Names<'s>,
-    engine: &'b mut Engine<'scope, ObjectJob<'j>>,
+    engine: &'b mut Engine<'scope, BatchJob<'j>>,
     /// For the jobs that run on this thread.
     worker: &'b mut Worker<'j>,
     settings: &'j Settings,
@@ -99,9 +99,24 @@ pub(crate) fn run(
         // Everything before a failure is written first; a failure of an earlier answer comes first.
         let (finished, written) = engine.finish();
         outcome.bytes = written.bytes;
-        finished.map_err(CatFileError::from)?;
-        result.map(|()| 0)
+        written_first(finished.map_err(CatFileError::from), io, outcome)?;
+        written_first(result, io, outcome).map(|()| 0)
     })
+}
+
+/// A run of answers that failed part-way ([`CatFileError::AfterAnswers`]): the answers before the failure are
+/// written now (the engine has written everything before the run), and the failure is returned.
+fn written_first(result: Result<(), CatFileError>, io: &Io<'_>, outcome: &mut Outcome) -> Result<(), CatFileError> {
+    let Err(CatFileError::AfterAnswers { answers, error }) = result else { return result };
+    let mut out = super::output::Output::new(io.stdout);
+    out.push(answers);
+    let flushed = out.flush();
+    outcome.bytes += out.written;
+    if let Some(live) = &io.live {
+        live.bytes.fetch_add(out.written, Ordering::Relaxed);
+    }
+    flushed?;
+    Err(*error)
 }
 
 /// The next input record, into `record`, as git's `strbuf_getdelim_strip_crlf` leaves it: an LF and a CR before
@@ -225,7 +240,7 @@ impl Batch<'_, '_, '_, '_> {
 
     /// git's `batch_one_object`: resolve the name, then answer for the object, or say why there is none.
     fn one(&mut self, name: &[u8], rest: Option<&[u8]>, contents: bool, interactive: bool) -> Result<(), CatFileError> {
-        self.count();
+        self.count(1);
         let (id, mode) = match self.names.resolve(name) {
             Ok(resolved) => (resolved.id, resolved.mode),
             Err(
@@ -249,11 +264,11 @@ impl Batch<'_, '_, '_, '_> {
         self.object(id, Some(Named { name, mode }), None, rest, contents, interactive)
     }
 
-    /// One more object asked for.
-    fn count(&mut self) {
-        self.requests += 1;
+    /// `n` more objects asked for.
+    fn count(&mut self, n: u64) {
+        self.requests += n;
         if let Some(live) = &self.io.live {
-            live.requests.fetch_add(1, Ordering::Relaxed);
+            live.requests.fetch_add(n, Ordering::Relaxed);
         }
     }
 
@@ -299,34 +314,37 @@ impl Batch<'_, '_, '_, '_> {
             place,
             store: std::marker::PhantomData,
         };
-        Ok(self.engine.job(job, self.worker, interactive)?)
+        Ok(self.engine.job(BatchJob::One(job), self.worker, interactive)?)
     }
 
-    /// `--batch-all-objects`: every object once, sorted by id, or in storage order with `--unordered`.
+    /// `--batch-all-objects`: every object once, sorted by id, or in storage order with `--unordered`. Answers
+    /// without contents go to the engine in runs of [`RUN_LEN`] objects.
     fn all_objects(&mut self, unordered: bool, contents: bool) -> Result<(), CatFileError> {
-        let store = self.names.store;
-        if unordered {
-            let mut objects = Vec::new();
-            match self.settings.filter {
-                // git walks a pack bitmap to filter, which changes the order.
-                Some(_) => store.for_each_object_bitmap_first(|id, place| objects.push((id, place))),
-                None => store.for_each_object_unordered(|id, place| objects.push((id, place))),
+        let order = match (unordered, &self.settings.filter) {
+            (false, _) => WalkOrder::Sorted,
+            // git walks a pack bitmap to filter, which changes the order.
+            (true, Some(_)) => WalkOrder::BitmapFirst,
+            (true, None) => WalkOrder::Unordered,
+        };
+        let len = if contents { 1 } else { RUN_LEN };
+        self.names.store.walk_all_objects(order, len, |objects| {
+            self.check_interrupted()?;
+            self.count(objects.len() as u64);
+            if !contents {
+                let job = RunJob { settings: self.settings, objects, mailmap: self.mailmap };
+                return Ok(self.engine.job(BatchJob::Run(job), self.worker, false)?);
             }
             for (id, place) in objects {
-                self.check_interrupted()?;
-                self.count();
-                self.object(id, None, Some(place), None, contents, false)?;
+                self.object(id, None, place, None, contents, false)?;
             }
-        } else {
-            for id in store.all_objects() {
-                self.check_interrupted()?;
-                self.count();
-                self.object(id, None, None, None, contents, false)?;
-            }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
+
+/// Objects of `--batch-all-objects --batch-check` per engine job: enough that a job's hand-off and allocation
+/// are small next to its lookups, few enough that the engine's window still spreads them over the threads.
+const RUN_LEN: usize = 256;
 
 /// Splits a `--batch-command` line into its command and argument, with git's messages.
 fn parse_command(line: &[u8]) -> Result<(&'static str, &[u8]), CatFileError> {

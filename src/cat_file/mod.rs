@@ -132,6 +132,10 @@ pub(crate) enum CatFileError {
     /// The run was cut from outside (see [`Io::interrupted`]).
     #[error("{0}")]
     Interrupted(&'static str),
+    /// A run of `--batch-all-objects` answers failed part-way: the answers before the failure, to write before
+    /// the `fatal:` line (see `batch::written_first`).
+    #[error("{error}")]
+    AfterAnswers { answers: Vec<u8>, error: Box<CatFileError> },
 }
 
 impl From<EngineError<CatFileError>> for CatFileError {

@@ -19,7 +19,7 @@ mod testpack;
 pub(crate) use decode::delta;
 pub use error::{Damage, IndexError, Location, MidxError, PackError, ReadError};
 pub(crate) use locate::alternates::entries as alternate_entries;
-pub(crate) use locate::{PrefixMatch, Replacements};
+pub(crate) use locate::{PrefixMatch, Replacements, Run, WalkOrder};
 pub(crate) use read::cache;
 pub(crate) use read::{Info, Place};
 

@@ -16,7 +16,7 @@ mod packset;
 pub(super) mod replace;
 pub(super) mod rev_index;
 
-pub(crate) use enumerate::PrefixMatch;
+pub(crate) use enumerate::{PrefixMatch, Run, WalkOrder};
 pub(super) use midx::PackOpener;
 pub(crate) use pack::EntryKey;
 pub(super) use pack::Pack;
