@@ -9,7 +9,10 @@ use std::sync::OnceLock;
 use crate::cat_file::{ALL_ATOMS, lines};
 use crate::util::case::{Case, Source};
 use crate::util::cat_file::{Stderr, assert_same, run};
-use crate::util::{CAT_BLOBD, build_with_script, cat_blob_stream, git, parse_responses};
+use crate::util::{
+    CAT_BLOBD, TempDir, assert_bytes_eq, assert_fatal_naming, build_with_script, cat_blob_stream, git, git_in,
+    parse_responses,
+};
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-history-fixture.sh");
 
@@ -82,4 +85,122 @@ fn pack_order_scan_of_deep_chains_like_git() {
     let git =
         Case::new("every blob of history.git in pack order", source).raw_stream(cat_blob_stream(&blobs)).expect(0, "");
     assert_eq!(parse_responses(&git.fd3).len(), blobs.len(), "git answered every request");
+}
+
+/// filter-repo's `--analyze` format.
+const ANALYZE: &str = "--batch-check=%(objectname) %(objecttype) %(objectsize) %(objectsize:disk)";
+
+/// A copy of history.git that a test may change.
+fn copy_of_history(label: &str) -> (TempDir, PathBuf) {
+    let tmp = TempDir::new(label);
+    let dir = tmp.path().join("history.git");
+    let status = std::process::Command::new("cp").arg("-a").arg(repo()).arg(&dir).status().expect("cp");
+    assert!(status.success(), "cp -a failed");
+    (tmp, dir)
+}
+
+/// The pack files of `dir` with `extension`.
+fn pack_files(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let listing = std::fs::read_dir(dir.join("objects/pack")).expect("pack dir").map(|e| e.expect("entry").path());
+    listing.filter(|path| path.extension().is_some_and(|e| e == extension)).collect()
+}
+
+/// `--batch-all-objects` sorted and `--unordered`, in runs of answers over one pack read through its `.rev` file
+/// and without it, over packs that share objects, with loose objects, and through an alternate: git's bytes.
+#[test]
+fn all_objects_over_one_pack_or_many_like_git() {
+    let (tmp, dir) = copy_of_history("all-objects-shapes");
+    // Sorted, the disk size of an object stored twice is that of the copy git's lookup finds first, and git
+    // moves the pack it last found an object in to the front (its most-recently-used list), which cat-blobd
+    // does not follow (so it differed before the walk changed too): with duplicates, sorted answers leave it out.
+    let check = |dir: &Path, shape: &str| {
+        let sorted =
+            if shape.contains("sharing") { "--batch-check=%(objectname) %(objecttype) %(objectsize)" } else { ANALYZE };
+        for args in [&["--batch-all-objects", sorted][..], &["--batch-all-objects", "--unordered", ANALYZE]] {
+            let git = run("git", dir, args, b"", &[]);
+            let ours = run(CAT_BLOBD, dir, args, b"", &[]);
+            assert!(git.status.success(), "git cat-file {args:?}: {}", git.describe());
+            assert_same(&format!("cat-file {args:?}, {shape}"), &git, &ours, Stderr::Exact);
+        }
+    };
+    assert_eq!(pack_files(&dir, "rev").len(), 1, "git wrote a .rev file");
+    check(&dir, "one pack with its .rev");
+    for rev in pack_files(&dir, "rev") {
+        std::fs::remove_file(rev).expect("remove .rev");
+    }
+    check(&dir, "one pack without a .rev");
+    // A second pack holding every third object again: duplicates across packs.
+    let ids = String::from_utf8(git(&dir, &["cat-file", "--batch-all-objects", "--batch-check=%(objectname)"]));
+    let some: String = ids.expect("ascii").lines().step_by(3).map(|id| format!("{id}\n")).collect();
+    let prefix = dir.join("objects/pack/pack");
+    git_in(&dir, &["pack-objects", "-q", prefix.to_str().expect("utf-8")], some.as_bytes());
+    check(&dir, "two packs sharing objects");
+    git_in(&dir, &["hash-object", "-w", "--stdin"], b"a loose blob of its own\n");
+    check(&dir, "two packs sharing objects, and a loose object");
+    let alt = tmp.path().join("alt.git");
+    git_in(&alt, &["init", "-q", "--bare"], b"");
+    std::fs::write(alt.join("objects/info/alternates"), format!("{}\n", dir.join("objects").display())).expect("write");
+    git_in(&alt, &["hash-object", "-w", "--stdin"], b"the alternate's own blob\n");
+    check(&alt, "an alternate (two packs sharing objects) and a loose object");
+}
+
+/// Where the zlib stream of the pack entry at `offset` starts: after its type-and-size bytes and, for an
+/// offset delta, its base offset.
+fn zlib_start(pack: &[u8], offset: usize) -> usize {
+    let mut at = offset;
+    let kind = (pack[at] >> 4) & 7;
+    while pack[at] & 0x80 != 0 {
+        at += 1;
+    }
+    at += 1;
+    if kind == 6 {
+        while pack[at] & 0x80 != 0 {
+            at += 1;
+        }
+        at += 1;
+    }
+    at
+}
+
+/// A delta whose zlib stream is damaged in the middle of a run of answers (the 300th object on, sorted and in
+/// pack order): every answer before it exactly as git gives them for the intact pack, then one `fatal:` line
+/// naming the object and the pack, status 128.
+#[test]
+fn all_objects_write_every_earlier_answer_before_a_damaged_object() {
+    for unordered in [false, true] {
+        let (_tmp, dir) = copy_of_history("all-objects-damage");
+        let order: &[&str] = if unordered { &["--unordered"] } else { &[] };
+        let args = [&["--batch-all-objects"], order, &[ANALYZE]].concat();
+        let intact = run("git", &dir, &args, b"", &[]);
+        let with_base = [&["cat-file", "--batch-all-objects"], order, &["--batch-check=%(objectname) %(deltabase)"]];
+        let listing = String::from_utf8(git(&dir, &with_base.concat())).expect("ascii");
+        let (at, victim) = listing
+            .lines()
+            .enumerate()
+            .skip(300)
+            .find(|(_, line)| !line.ends_with(&"0".repeat(40)))
+            .map(|(at, line)| (at, line[..40].to_owned()))
+            .expect("a delta after the 300th object");
+        let pack_path = pack_files(&dir, "pack").pop().expect("one pack");
+        let show = git_in(&dir, &["show-index"], &std::fs::read(pack_path.with_extension("idx")).expect("idx"));
+        let show = String::from_utf8(show).expect("ascii");
+        let offset: usize = show
+            .lines()
+            .find(|line| line.split(' ').nth(1) == Some(&victim))
+            .and_then(|line| line.split(' ').next()?.parse().ok())
+            .expect("the victim's offset");
+        let mut bytes = std::fs::read(&pack_path).expect("read pack");
+        let start = zlib_start(&bytes, offset);
+        bytes[start] ^= 0xff;
+        bytes[start + 1] ^= 0xff;
+        std::fs::remove_file(&pack_path).expect("remove the read-only pack");
+        std::fs::write(&pack_path, bytes).expect("write pack");
+        let ours = run(CAT_BLOBD, &dir, &args, b"", &[]);
+        let before: Vec<u8> = intact.stdout.split_inclusive(|&b| b == b'\n').take(at).flatten().copied().collect();
+        let what = format!("cat-file {args:?} with {victim} damaged");
+        assert_bytes_eq(&what, &before, &ours.stdout);
+        let name = pack_path.file_name().expect("name").to_str().expect("utf-8");
+        let stderr_only = crate::util::Output { stdout: Vec::new(), ..ours };
+        assert_fatal_naming(&what, &stderr_only, &victim, name);
+    }
 }
