@@ -208,6 +208,19 @@ impl Pack {
         }
     }
 
+    /// Lets the pages of this pack's maps (index, `.rev`, data) leave the resident set: see [`super::resident`].
+    pub(in crate::store) fn release_resident(&self) {
+        super::resident::release(self.index.mapped());
+        if let Some(Some(rev_file)) = self.rev_file.get() {
+            super::resident::release(rev_file.mapped());
+        }
+        if let Some(Ok(data)) = self.data.get()
+            && let Some(all) = data.entry_slice(0..data.data_len() as u64)
+        {
+            super::resident::release(all);
+        }
+    }
+
     /// A reader of entry headers in offset order, through `pread` (see [`HeaderReader`]).
     pub(super) fn header_reader(&self) -> Option<HeaderReader> {
         HeaderReader::open(&self.pack_path, self.mapped().as_ref().ok()?)

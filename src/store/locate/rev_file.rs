@@ -49,6 +49,11 @@ impl RevFile {
         (map[trailer..trailer + hash_len] == *index.pack_checksum()).then_some(RevFile { map, count })
     }
 
+    /// The mapped file, for [`super::resident`].
+    pub(in crate::store) fn mapped(&self) -> &[u8] {
+        &self.map
+    }
+
     /// The index position of the `at`-th entry in offset order.
     fn index_position(&self, at: u32) -> u32 {
         let start = HEADER + at as usize * 4;
