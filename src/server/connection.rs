@@ -49,6 +49,13 @@ pub(super) enum ConnectionError {
     Cut(CancelReason),
 }
 
+/// Why a client's stream could not start, once its repository was found.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum StreamError {
+    #[error("cannot enter the client's working directory: {0}")]
+    EnterDirectory(io::Error),
+}
+
 /// What the accept loop and the shutdown keep of an open connection.
 #[derive(Debug)]
 pub(super) struct Handle {
@@ -430,7 +437,7 @@ impl Connection {
                 // there. This thread's (and its helpers'), never the connection thread's: that one runs more
                 // connections.
                 if let Err(err) = super::thread_fs::enter(hello.umask, cwd.as_ref().map(AsFd::as_fd)) {
-                    return Err(format!("cannot enter the client's working directory: {}", io::Error::from(err)));
+                    return Err(StreamError::EnterDirectory(io::Error::from(err)));
                 }
                 let input = CancellableInput::new(stdin, cancel);
                 let outcome = match cat_file {
@@ -450,7 +457,8 @@ impl Connection {
         });
         let outcome = match result {
             Ok(Ok(outcome)) => outcome,
-            Ok(Err(message)) => {
+            Ok(Err(err)) => {
+                let message = err.to_string();
                 self.reply(&Reply::Fatal(message.clone().into_bytes()));
                 return Record::refused(kind, message);
             }

@@ -27,14 +27,19 @@ pub enum LogFormat {
     Json,
 }
 
+/// A `--log-format` that is neither.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid log format '{0}': expected text or json")]
+pub struct LogFormatError(String);
+
 impl FromStr for LogFormat {
-    type Err = String;
+    type Err = LogFormatError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "text" => Ok(LogFormat::Text),
             "json" => Ok(LogFormat::Json),
-            _ => Err(format!("invalid log format '{s}': expected text or json")),
+            _ => Err(LogFormatError(s.to_owned())),
         }
     }
 }

@@ -199,6 +199,12 @@ impl Store {
         self.hash
     }
 
+    /// Lets the pages of every mapped index and pack leave this process's resident set; they stay in the page
+    /// cache, and the next lookups fault them back in. For a repository no client reads now (`serve --root`).
+    pub(crate) fn release_resident(&self) {
+        self.dirs.iter().for_each(|dir| dir.current().release_resident());
+    }
+
     /// Number of packs currently mapped, over all object directories.
     pub(crate) fn pack_count(&self) -> usize {
         self.dirs.iter().map(|dir| dir.current().opened_count()).sum()

@@ -79,6 +79,15 @@ impl Open {
         self.session.cache.bytes() as u64 + self.map_bytes
     }
 
+    /// Its last client left: an idle repository holds no memory of its own. Its delta-base cache goes (a
+    /// forge's repositories are read in short bursts: the next burst rarely starts from this one's chain roots),
+    /// and its maps' pages leave the daemon's resident set (they stay in the page cache for the next client).
+    /// A client that arrives meanwhile only finds the cache emptier.
+    fn idle(&self) {
+        self.session.cache.clear();
+        self.store.release_resident();
+    }
+
     /// Keeps the cache's hit counts in the repository's counters before the cache goes.
     fn close(&self) {
         let (hits, misses) = self.session.cache.hit_counts();
@@ -108,8 +117,11 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         *self.open.last_used.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Instant::now();
-        self.open.clients.fetch_sub(1, Ordering::SeqCst);
+        let last = self.open.clients.fetch_sub(1, Ordering::SeqCst) == 1;
         self.open.stats.clients.fetch_sub(1, Ordering::Relaxed);
+        if last {
+            self.open.idle();
+        }
     }
 }
 

@@ -113,6 +113,12 @@ impl MidxLayer {
         self.file.num_objects()
     }
 
+    /// Lets the pages of its map and of its opened packs' maps leave the resident set (see [`super::resident`]).
+    pub(in crate::store) fn release_resident(&self) {
+        super::resident::release(self.file.mapped());
+        self.packs.iter().filter_map(|slot| slot.get()?.as_ref()).for_each(|pack| pack.release_resident());
+    }
+
     /// How many of its packs have been opened (and could be).
     pub(in crate::store) fn opened(&self) -> usize {
         self.packs.iter().filter(|slot| slot.get().is_some_and(Option::is_some)).count()

@@ -116,6 +116,11 @@ impl MidxFile {
         Ok(MidxFile { map, path, hash_len, fan, pack_names, lookup, offsets, large_offsets })
     }
 
+    /// The mapped file, for [`super::resident`].
+    pub(in crate::store) fn mapped(&self) -> &[u8] {
+        &self.map
+    }
+
     pub(in crate::store) fn path(&self) -> &Path {
         &self.path
     }

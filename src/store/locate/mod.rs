@@ -14,6 +14,8 @@ mod pack;
 mod pack_index;
 mod packset;
 pub(super) mod replace;
+mod resident;
+mod rev_file;
 pub(super) mod rev_index;
 
 pub(crate) use enumerate::{PrefixMatch, Run, WalkOrder};

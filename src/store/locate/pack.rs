@@ -15,6 +15,7 @@ use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
 use super::pack_index::PackIndex;
+use super::rev_file::{OffsetOrder, RevFile};
 use super::rev_index::RevIndex;
 use crate::store::IndexError;
 use crate::store::decode::{Inflater, inflatable};
@@ -42,8 +43,13 @@ pub(in crate::store) struct Pack {
     /// has served a few reads, so short streams never pay for it.
     delta_bases: OnceLock<DeltaBases>,
     reads: AtomicU32,
-    /// The entries in offset order, built the first time a disk size, a delta base or a whole listing asks.
+    /// The entries in offset order, built the first time a whole listing asks, or once single requests have
+    /// asked often enough (see [`Pack::offset_order`]).
     rev_index: OnceLock<RevIndex>,
+    /// The pack's `.rev` file, if it has a usable one, mapped when a single request first needs the offset order.
+    rev_file: OnceLock<Option<RevFile>>,
+    /// Single requests that wanted the offset order before it was built.
+    rev_asks: AtomicU32,
 }
 
 /// Delta bases of a pack and how many of their deltas have not been built from them yet.
@@ -67,6 +73,16 @@ fn reads_before_base_scan(objects: u32) -> u32 {
     READS_BEFORE_BASE_SCAN.max(objects / OBJECTS_PER_READ_BEFORE_BASE_SCAN)
 }
 
+/// Requests that ask for a pack's offset order before its reverse index is built in memory, at the least ...
+const REV_ASKS_BEFORE_BUILD: u32 = 64;
+/// ... and one for this many of its objects: the index costs 12 bytes per object, which pays off for a stream
+/// that asks about a good share of the pack (the chain types, one pass once it is built, then answer every type).
+const OBJECTS_PER_REV_ASK: u32 = 64;
+
+fn rev_asks_before_build(objects: u32) -> u32 {
+    REV_ASKS_BEFORE_BUILD.max(objects / OBJECTS_PER_REV_ASK)
+}
+
 impl Pack {
     /// Opens `<name>.idx`; `<name>.pack` is mapped when first read from. Fails only when the index itself is
     /// unusable.
@@ -75,7 +91,8 @@ impl Pack {
         let pack_path = idx_path.with_extension("pack");
         let (data, delta_bases, reads, rev_index) =
             (OnceLock::new(), OnceLock::new(), AtomicU32::new(0), OnceLock::new());
-        Ok(Pack { id, index, pack_path, hash, data, delta_bases, reads, rev_index })
+        let (rev_file, rev_asks) = (OnceLock::new(), AtomicU32::new(0));
+        Ok(Pack { id, index, pack_path, hash, data, delta_bases, reads, rev_index, rev_file, rev_asks })
     }
 
     /// The pack data, mapped now if this is the first read, and checked against the index as git checks it at
@@ -164,6 +181,44 @@ impl Pack {
     /// The pack's entries in offset order.
     pub(in crate::store) fn rev_index(&self) -> &RevIndex {
         self.rev_index.get_or_init(|| RevIndex::build(&self.index))
+    }
+
+    /// The entries in offset order for one request: `on_disk` asks for a size on disk or a delta base, which
+    /// need it; otherwise (a delta's type) it only helps, through the chain types found once it is built.
+    /// The reverse index is built in memory only once [`rev_asks_before_build`] requests have asked, or for a
+    /// size on disk in a pack without a usable `.rev` file (git builds it then too); before that a size on disk is
+    /// found through the `.rev` file, and a type by walking the chain. A single `info` on a big pack no longer
+    /// costs a whole reverse index (10 MB for git.git) per repository a daemon serves.
+    pub(in crate::store) fn offset_order(&self, on_disk: bool) -> Option<OffsetOrder<'_>> {
+        if let Some(rev) = self.rev_index.get() {
+            return Some(OffsetOrder::Built(rev));
+        }
+        let asks = self.rev_asks.fetch_add(1, Ordering::Relaxed) + 1;
+        if asks >= rev_asks_before_build(self.index.num_objects()) {
+            return Some(OffsetOrder::Built(self.rev_index()));
+        }
+        if !on_disk {
+            return None;
+        }
+        let rev_file =
+            self.rev_file.get_or_init(|| RevFile::open(&self.pack_path.with_extension("rev"), &self.index, self.hash));
+        match rev_file {
+            Some(rev_file) => Some(OffsetOrder::File(rev_file, &self.index)),
+            None => Some(OffsetOrder::Built(self.rev_index())),
+        }
+    }
+
+    /// Lets the pages of this pack's maps (index, `.rev`, data) leave the resident set: see [`super::resident`].
+    pub(in crate::store) fn release_resident(&self) {
+        super::resident::release(self.index.mapped());
+        if let Some(Some(rev_file)) = self.rev_file.get() {
+            super::resident::release(rev_file.mapped());
+        }
+        if let Some(Ok(data)) = self.data.get()
+            && let Some(all) = data.entry_slice(0..data.data_len() as u64)
+        {
+            super::resident::release(all);
+        }
     }
 
     /// A reader of entry headers in offset order, through `pread` (see [`HeaderReader`]).

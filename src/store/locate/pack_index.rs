@@ -85,6 +85,11 @@ impl PackIndex {
         self.fan[255]
     }
 
+    /// The mapped file, for [`super::resident`].
+    pub(in crate::store) fn mapped(&self) -> &[u8] {
+        &self.map
+    }
+
     /// The id of the pack this index describes (the first of the two trailing checksums).
     pub(crate) fn pack_checksum(&self) -> &[u8] {
         let end = self.map.len() - self.hash_len;

@@ -127,6 +127,12 @@ impl PackSet {
         })
     }
 
+    /// Lets the pages of every map opened so far leave the resident set (see [`super::resident`]); opens nothing.
+    pub(in crate::store) fn release_resident(&self) {
+        self.layers.iter().for_each(|layer| layer.release_resident());
+        self.packs.iter().filter_map(|listed| listed.opened()).for_each(|pack| pack.release_resident());
+    }
+
     /// Packs opened so far.
     pub(in crate::store) fn opened_count(&self) -> usize {
         let uncovered = self.packs.iter().filter(|listed| listed.opened().is_some()).count();

@@ -64,7 +64,7 @@ impl RevIndex {
     /// Where the entry at `offset` is in offset order.
     pub(in crate::store) fn position(&self, offset: u64) -> Option<usize> {
         let bucket = usize::try_from(offset >> self.shift).ok()?;
-        let (start, end) = (*self.buckets.get(bucket)? as usize, self.buckets[bucket + 1] as usize);
+        let (start, end) = (*self.buckets.get(bucket)? as usize, *self.buckets.get(bucket + 1)? as usize);
         self.offsets[start..end].binary_search(&offset).ok().map(|found| start + found)
     }
 

@@ -102,6 +102,13 @@ impl<V: Weighed> DeltaCache<V> {
         self.bytes
     }
 
+    /// Lets everything go, with the lists' tables (a cleared `LruCache` keeps its table's capacity); keeps the
+    /// byte cap and the hit counts.
+    pub(crate) fn clear(&mut self) {
+        let (hits, misses) = (self.hits, self.misses);
+        *self = DeltaCache { hits, misses, ..DeltaCache::new(self.capacity) };
+    }
+
     /// (hits, misses) since creation.
     pub(crate) fn hit_counts(&self) -> (u64, u64) {
         (self.hits, self.misses)
@@ -248,6 +255,12 @@ impl SharedCache {
         self.lock().hit_counts()
     }
 
+    /// Lets every kept object and inflated delta go: for a repository no client reads now (`serve --root`).
+    pub fn clear(&self) {
+        self.lock().clear();
+        self.lock_deltas().clear();
+    }
+
     /// The object entry the next eviction takes.
     #[cfg(test)]
     pub(in crate::store) fn first_to_go(&self) -> Option<EntryKey> {
@@ -291,6 +304,22 @@ mod tests {
         cache.put(key(1), blob(2), false);
         assert_eq!(cache.bytes(), 6, "replacing an entry releases the old bytes");
         assert_eq!(cache.hit_counts(), (2, 2));
+    }
+
+    #[test]
+    fn a_cleared_cache_holds_nothing_and_keeps_its_cap_and_counts() {
+        let cache = SharedCache::new(10);
+        cache.keep(key(1), &blob(4), Keep::Wanted);
+        cache.keep(key(2), &blob(4), Keep::Other);
+        cache.put_delta(key(3), Data::new(vec![0; 2]));
+        assert!(cache.get(key(1)).is_some());
+        assert_eq!(cache.bytes(), 10);
+        cache.clear();
+        assert_eq!(cache.bytes(), 0);
+        assert!(cache.get(key(1)).is_none() && cache.get(key(2)).is_none() && cache.get_delta(key(3)).is_none());
+        assert_eq!(cache.hit_counts(), (1, 2), "counts since creation, across the clear");
+        cache.keep(key(4), &blob(8), Keep::Other);
+        assert_eq!(cache.bytes(), 8, "the same cap as before");
     }
 
     #[test]

@@ -117,11 +117,13 @@ impl Store {
         };
         // Where the entry is in offset order, when a disk size or a chain's type is asked (a whole object's type
         // is in its header).
-        let rev = (on_disk || entry.header.is_delta()).then(|| pack.rev_index());
+        let rev = (on_disk || entry.header.is_delta()).then(|| pack.offset_order(on_disk)).flatten();
         let here = rev.and_then(|rev| rev.position(offset));
         let kind = match entry.header.as_kind() {
             Some(kind) => kind,
-            None => match here.and_then(|here| pack.chain_kind(here)) {
+            // The chain types are found from a reverse index built in memory, never for a `.rev` file's sake.
+            None => match here.filter(|_| rev.and_then(|rev| rev.built()).is_some()).and_then(|at| pack.chain_kind(at))
+            {
                 Some(kind) => kind,
                 None => self.chain_kind(id, pack, offset, entry.clone())?,
             },
