@@ -180,7 +180,12 @@ impl Pack {
 
     /// The pack's entries in offset order.
     pub(in crate::store) fn rev_index(&self) -> &RevIndex {
-        self.rev_index.get_or_init(|| RevIndex::build(&self.index))
+        self.rev_index.get_or_init(|| RevIndex::build(&self.index, self.rev_file().as_ref()))
+    }
+
+    /// The pack's `.rev` file, mapped on first use, if it has a usable one.
+    fn rev_file(&self) -> &Option<RevFile> {
+        self.rev_file.get_or_init(|| RevFile::open(&self.pack_path.with_extension("rev"), &self.index, self.hash))
     }
 
     /// The entries in offset order for one request: `on_disk` asks for a size on disk or a delta base, which
@@ -200,9 +205,7 @@ impl Pack {
         if !on_disk {
             return None;
         }
-        let rev_file =
-            self.rev_file.get_or_init(|| RevFile::open(&self.pack_path.with_extension("rev"), &self.index, self.hash));
-        match rev_file {
+        match self.rev_file() {
             Some(rev_file) => Some(OffsetOrder::File(rev_file, &self.index)),
             None => Some(OffsetOrder::Built(self.rev_index())),
         }

@@ -76,11 +76,6 @@ impl PackIndex {
         Ok(PackIndex { map, path, fan, hash_len, version })
     }
 
-    /// The index file's path.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
     pub(crate) fn num_objects(&self) -> u32 {
         self.fan[255]
     }

@@ -157,7 +157,7 @@ mod tests {
         let path = pack_with_rev_file(&objects);
         let index = PackIndex::open(&path.with_extension("idx"), SHA1).expect("index");
         let file = RevFile::open(&path.with_extension("rev"), &index, SHA1).expect("a usable .rev");
-        let built = RevIndex::build(&index);
+        let built = RevIndex::build(&index, None);
         assert_eq!(built.len(), 11);
         for at in 0..built.len() {
             let (offset, position) = built.get(at).expect("entry");
