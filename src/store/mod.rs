@@ -91,6 +91,8 @@ pub struct Resolver {
     /// in pack order the delta built on it is usually one of the next requests, which the engine hands to the
     /// same thread.
     last_whole: Option<(EntryKey, Object)>,
+    /// Whether this resolver's reads follow pack order.
+    pack_order: read::PackOrder,
 }
 
 impl Resolver {
@@ -101,7 +103,7 @@ impl Resolver {
 
     /// A resolver that uses (and fills) `cache`.
     pub(crate) fn sharing(cache: SharedCache) -> Self {
-        Resolver { cache, inflater: Inflater::default(), last_whole: None }
+        Resolver { cache, inflater: Inflater::default(), last_whole: None, pack_order: read::PackOrder::default() }
     }
 
     /// Holds `object`, inflated whole from the entry at `key` for a request and not kept in the cache, instead of

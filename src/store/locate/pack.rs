@@ -7,7 +7,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use gix_hash::oid;
@@ -43,6 +43,8 @@ pub(in crate::store) struct Pack {
     /// has served a few reads, so short streams never pay for it.
     delta_bases: OnceLock<DeltaBases>,
     reads: AtomicU32,
+    /// Set by whichever starts the base scan first: the read count, or a stream found reading in pack order.
+    scan_started: AtomicBool,
     /// The entries in offset order, built the first time a whole listing asks, or once single requests have
     /// asked often enough (see [`Pack::offset_order`]).
     rev_index: OnceLock<RevIndex>,
@@ -91,8 +93,8 @@ impl Pack {
         let pack_path = idx_path.with_extension("pack");
         let (data, delta_bases, reads, rev_index) =
             (OnceLock::new(), OnceLock::new(), AtomicU32::new(0), OnceLock::new());
-        let (rev_file, rev_asks) = (OnceLock::new(), AtomicU32::new(0));
-        Ok(Pack { id, index, pack_path, hash, data, delta_bases, reads, rev_index, rev_file, rev_asks })
+        let (rev_file, rev_asks, scan_started) = (OnceLock::new(), AtomicU32::new(0), AtomicBool::new(false));
+        Ok(Pack { id, index, pack_path, hash, data, delta_bases, reads, scan_started, rev_index, rev_file, rev_asks })
     }
 
     /// The pack data, mapped now if this is the first read, and checked against the index as git checks it at
@@ -257,9 +259,24 @@ impl Pack {
     /// its delta bases.
     pub(in crate::store) fn note_read(pack: &Arc<Pack>) {
         if pack.reads.fetch_add(1, Ordering::Relaxed) + 1 == reads_before_base_scan(pack.index.num_objects()) {
+            Pack::start_base_scan(pack);
+        }
+    }
+
+    /// Starts the background scan of the pack's delta bases, unless it was started before: by the read count, or
+    /// at once by a stream that reads the pack in pack order (`PackOrder` in `read/resolve.rs`), where every base
+    /// comes before its deltas and keeping it for them is what saves the walks.
+    pub(in crate::store) fn start_base_scan(pack: &Arc<Pack>) {
+        if !pack.scan_started.swap(true, Ordering::Relaxed) {
             let pack = Arc::clone(pack);
             std::thread::spawn(move || pack.index_delta_bases());
         }
+    }
+
+    /// Whether the base scan was started.
+    #[cfg(test)]
+    pub(in crate::store) fn scan_started_for_tests(&self) -> bool {
+        self.scan_started.load(Ordering::Relaxed)
     }
 
     /// Scans the pack's delta bases now, unless that was done already.

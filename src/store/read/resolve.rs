@@ -41,6 +41,32 @@ impl CycleCheck {
     }
 }
 
+/// Requests in a row, on one resolver, at increasing offsets of one pack that show a stream reading in pack order.
+/// Random order gives such a run once in 16! streams; the engine hands a resolver 16 consecutive requests at a time,
+/// so this is about the first batch.
+const PACK_ORDER_RUN: u32 = 16;
+
+/// Notices a stream that reads a pack in pack order (`git cat-file --batch-all-objects --unordered`, the mission's
+/// pipeline): there every base comes before the deltas built on it, so the pack's delta bases are worth knowing at
+/// once, as `index-pack` knows them, rather than after the warm-up that keeps short streams from paying for the
+/// scan. Knowing them, a base is kept until its last delta is served, and each is resolved once for all its
+/// children (small-A, every blob: 225k delta applications before, see benches/README.md).
+#[derive(Debug, Default)]
+pub(in crate::store) struct PackOrder {
+    last: Option<EntryKey>,
+    run: u32,
+}
+
+impl PackOrder {
+    /// Notes a read of the entry `key`; true once, when the run of reads in pack order reaches [`PACK_ORDER_RUN`].
+    pub(in crate::store) fn note(&mut self, key: EntryKey) -> bool {
+        let onward = self.last.is_some_and(|last| last.pack == key.pack && last.offset < key.offset);
+        self.run = if onward { self.run.saturating_add(1) } else { 1 };
+        self.last = Some(key);
+        self.run == PACK_ORDER_RUN
+    }
+}
+
 /// A delta entry waiting for its base.
 struct Link {
     /// Its pack, in [`Walk::packs`].
@@ -124,6 +150,9 @@ impl Store {
         resolver: &mut Resolver,
     ) -> Result<Object, ReadError> {
         Pack::note_read(pack);
+        if resolver.pack_order.note(pack.key(offset)) {
+            Pack::start_base_scan(pack);
+        }
         let mut budget = ChainBudget::new(&self.options);
         let (base, walk) = self.walk_to_base(id, pack, offset, resolver, &mut budget)?;
         if let (Some((at, offset)), false) = (base.entry, base.cached) {
@@ -489,6 +518,52 @@ mod tests {
         let err = store.read(&orphan, &mut resolver).expect_err("no base");
         assert!(matches!(err.damage, Damage::BaseMissing(id) if id == nowhere), "{err}");
         assert_eq!(err.location, Location::Pack { path, offset: offsets[3] });
+    }
+
+    #[test]
+    fn a_run_of_reads_in_pack_order_is_noticed_once() {
+        let key = |pack, offset| EntryKey { pack, offset };
+        let mut order = PackOrder::default();
+        let noticed: Vec<u64> = (1..=40).filter(|&offset| order.note(key(0, offset * 10))).collect();
+        assert_eq!(noticed, [u64::from(PACK_ORDER_RUN)], "once, at the run's length");
+        let mut order = PackOrder::default();
+        for offset in 1..PACK_ORDER_RUN as u64 {
+            assert!(!order.note(key(0, offset)));
+        }
+        assert!(!order.note(key(1, 100)), "another pack starts a new run");
+        let mut order = PackOrder::default();
+        for offset in (1..=u64::from(PACK_ORDER_RUN) * 2).rev() {
+            assert!(!order.note(key(0, offset)), "backwards is not pack order");
+        }
+        let mut order = PackOrder::default();
+        for _ in 0..PACK_ORDER_RUN * 2 {
+            assert!(!order.note(key(0, 5)), "the same entry again is not pack order");
+        }
+    }
+
+    /// A stream in pack order: its 16th read starts the base scan, long before the read count would.
+    #[test]
+    fn reads_in_pack_order_start_the_base_scan_at_once() {
+        let objects = Objects::new();
+        let contents: Vec<Vec<u8>> = (0..PACK_ORDER_RUN + 1).map(|k| format!("blob {k}\n").into_bytes()).collect();
+        let mut entries = chain(&slices(&versions("v", 2)), true);
+        entries.extend(contents.iter().map(|c| (object_id(Kind::Blob, c), Stored::Whole(Kind::Blob, c.clone()))));
+        let (_, offsets) = objects.add_pack("a", &entries);
+        let store = open(&objects);
+        let resolver = &mut Resolver::new(1 << 20);
+        for (id, _) in &entries[2..2 + PACK_ORDER_RUN as usize - 1] {
+            read(&store, id, resolver);
+        }
+        let pack = &packs(&store)[0];
+        assert!(!pack.scan_started_for_tests(), "not before the run is long enough");
+        read(&store, &entries[2 + PACK_ORDER_RUN as usize - 1].0, resolver);
+        for _ in 0..1000 {
+            if pack.is_delta_base(offsets[0]) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("the scan did not run");
     }
 
     #[test]
