@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 
 use crate::util::daemon::{Daemon, WAIT};
+use crate::util::shim::Shim;
 use crate::util::skip::{is_root, skip_unless};
 use crate::util::{
     CAT_BLOBD, TempDir, assert_bytes_eq, clean_git_env, escape, feed_stdin, read_all, wait_with_timeout,
@@ -472,21 +473,15 @@ fn server_root_shim_routes_by_repository() {
     let forge = Forge::new();
     let root = forge.root();
     let daemon = forge.daemon(&[]);
-    let shim = TempDir::new("shim");
-    let made = Command::new(CAT_BLOBD).arg("shim").arg(shim.path().join("bin")).output().unwrap();
-    assert!(made.status.success(), "{}", escape(&made.stderr));
-    let path = format!("{}:{}", shim.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
-    let log = shim.path().join("log");
+    let shim = Shim::new();
     let through_shim = |dir: &Path| {
         let mut cmd = Command::new("git");
-        cmd.args(["cat-file", "--batch"]).env("PATH", &path).env("CAT_BLOBD_SHIM_LOG", &log);
-        cmd.env("CAT_BLOBD_SOCKET", &daemon.socket);
-        run(cmd, dir, b"HEAD:f\nHEAD\n", &[])
-    };
-    let take_log = || {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let _ = std::fs::remove_file(&log);
-        text
+        cmd.args(["cat-file", "--batch"]);
+        // After `run`'s own environment, whose PATH (with CAT_BLOBD_TEST_GIT) would leave the shim out.
+        let path = PathBuf::from(shim.path());
+        let env =
+            [("PATH", path.as_path()), ("CAT_BLOBD_SHIM_LOG", &shim.log_file()), ("CAT_BLOBD_SOCKET", &daemon.socket)];
+        run(cmd, dir, b"HEAD:f\nHEAD\n", &env)
     };
     for (dir, answered_by) in [(root.join("plain/work/d"), "daemon"), (forge.outside().join("secret"), "cat-blobd")] {
         let ours = through_shim(&dir);
@@ -494,7 +489,7 @@ fn server_root_shim_routes_by_repository() {
         assert!(ours.status.success(), "{}: {}", dir.display(), escape(&ours.stderr));
         assert_bytes_eq(&format!("shim in {}", dir.display()), &theirs.stdout, &ours.stdout);
         assert_bytes_eq(&format!("shim in {}: stderr", dir.display()), &theirs.stderr, &ours.stderr);
-        let log = take_log();
+        let log = shim.take_log();
         assert!(log.starts_with(answered_by), "{} answered by {answered_by:?}, log: {log}", dir.display());
     }
 }
