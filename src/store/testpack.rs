@@ -77,6 +77,25 @@ impl Objects {
         id
     }
 
+    /// A pack `a` of a delta chain, indexed by git with its `.rev` beside it.
+    pub(super) fn pack_with_rev_file(&self) -> PathBuf {
+        let contents: Vec<Vec<u8>> = (1..12).map(|k| b"line of a chain\n".repeat(k)).collect();
+        let contents: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+        let (path, _) = self.add_pack("a", &chain(&contents, true));
+        std::fs::remove_file(path.with_extension("idx")).expect("remove our index");
+        let status = std::process::Command::new("git")
+            .args(["index-pack", "--rev-index"])
+            .arg(&path)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("git index-pack");
+        assert!(status.success());
+        assert!(path.with_extension("rev").is_file());
+        path
+    }
+
     /// `git multi-pack-index write` over these objects (git writes a midx only for its own object directory or an
     /// alternate of it: a scratch repository borrows them).
     pub(crate) fn write_midx(&self) {

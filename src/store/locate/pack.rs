@@ -15,8 +15,8 @@ use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
 use super::pack_index::PackIndex;
-use super::rev_file::{OffsetOrder, RevFile};
-use super::rev_index::RevIndex;
+use super::rev_file::RevFile;
+use super::rev_index::{OffsetOrder, RevIndex};
 use crate::store::IndexError;
 use crate::store::decode::{Inflater, inflatable};
 use crate::store::{Damage, PackError};

@@ -10,7 +10,6 @@ use std::fs::File;
 use std::path::Path;
 
 use super::pack_index::PackIndex;
-use super::rev_index::RevIndex;
 
 const SIGNATURE: &[u8] = b"RIDX";
 const VERSION: u32 = 1;
@@ -87,39 +86,6 @@ impl RevFile {
     }
 }
 
-/// A pack's entries in offset order, from whichever it has: the reverse index built in memory, or its `.rev` file.
-#[derive(Clone, Copy)]
-pub(in crate::store) enum OffsetOrder<'a> {
-    Built(&'a RevIndex),
-    File(&'a RevFile, &'a PackIndex),
-}
-
-impl<'a> OffsetOrder<'a> {
-    /// Where the entry at `offset` is in offset order.
-    pub(in crate::store) fn position(self, offset: u64) -> Option<usize> {
-        match self {
-            OffsetOrder::Built(rev) => rev.position(offset),
-            OffsetOrder::File(rev, index) => rev.position(index, offset),
-        }
-    }
-
-    /// The `at`-th entry in offset order: its offset and its position in the index.
-    pub(in crate::store) fn get(self, at: usize) -> Option<(u64, u32)> {
-        match self {
-            OffsetOrder::Built(rev) => rev.get(at),
-            OffsetOrder::File(rev, index) => rev.get(index, at),
-        }
-    }
-
-    /// The reverse index built in memory, if that is where the order comes from.
-    pub(in crate::store) fn built(self) -> Option<&'a RevIndex> {
-        match self {
-            OffsetOrder::Built(rev) => Some(rev),
-            OffsetOrder::File(..) => None,
-        }
-    }
-}
-
 fn be32(bytes: &[u8]) -> u32 {
     u32::from_be_bytes(bytes.try_into().expect("four bytes"))
 }
@@ -127,51 +93,14 @@ fn be32(bytes: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::locate::Pack;
-    use crate::store::testpack::{Objects, chain};
+    use crate::store::testpack::Objects;
 
     const SHA1: gix_hash::Kind = gix_hash::Kind::Sha1;
-
-    /// A pack of a delta chain, indexed by git with its `.rev` beside it.
-    fn pack_with_rev_file(objects: &Objects) -> std::path::PathBuf {
-        let contents: Vec<Vec<u8>> = (1..12).map(|k| b"line of a chain\n".repeat(k)).collect();
-        let contents: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
-        let (path, _) = objects.add_pack("a", &chain(&contents, true));
-        std::fs::remove_file(path.with_extension("idx")).expect("remove our index");
-        let status = std::process::Command::new("git")
-            .args(["index-pack", "--rev-index"])
-            .arg(&path)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("git index-pack");
-        assert!(status.success());
-        assert!(path.with_extension("rev").is_file());
-        path
-    }
-
-    #[test]
-    fn a_rev_file_gives_the_order_the_built_index_gives() {
-        let objects = Objects::new();
-        let path = pack_with_rev_file(&objects);
-        let index = PackIndex::open(&path.with_extension("idx"), SHA1).expect("index");
-        let file = RevFile::open(&path.with_extension("rev"), &index, SHA1).expect("a usable .rev");
-        let built = RevIndex::build(&index, None);
-        assert_eq!(built.len(), 11);
-        for at in 0..built.len() {
-            let (offset, position) = built.get(at).expect("entry");
-            assert_eq!(file.get(&index, at), Some((offset, position)));
-            assert_eq!(file.position(&index, offset), Some(at));
-            assert_eq!(file.position(&index, offset + 1), built.position(offset + 1));
-        }
-        assert_eq!(file.get(&index, built.len()), None);
-    }
 
     #[test]
     fn a_rev_file_of_another_pack_or_damaged_is_not_used() {
         let objects = Objects::new();
-        let path = pack_with_rev_file(&objects);
+        let path = objects.pack_with_rev_file();
         let index = PackIndex::open(&path.with_extension("idx"), SHA1).expect("index");
         let rev = std::fs::read(path.with_extension("rev")).expect("read .rev");
         let damaged = |edit: &dyn Fn(&mut Vec<u8>)| {
@@ -187,32 +116,5 @@ mod tests {
         let trailer = rev.len() - 40;
         assert!(damaged(&|bytes| bytes[trailer] ^= 1), "another pack's checksum");
         assert!(!damaged(&|_| {}), "the file as git wrote it");
-    }
-
-    #[test]
-    fn single_requests_read_the_rev_file_and_build_nothing_until_many_ask() {
-        let objects = Objects::new();
-        let path = pack_with_rev_file(&objects);
-        let pack = Pack::open(&path.with_extension("idx"), 1, SHA1).expect("pack");
-        // A type: nothing to read until the reverse index is built.
-        assert!(pack.offset_order(false).is_none());
-        // A size on disk: the `.rev` file.
-        assert!(matches!(pack.offset_order(true), Some(OffsetOrder::File(..))));
-        for _ in 2..63 {
-            assert!(pack.offset_order(false).is_none());
-        }
-        // The 64th ask builds it.
-        assert!(matches!(pack.offset_order(false), Some(OffsetOrder::Built(_))));
-        assert!(matches!(pack.offset_order(true), Some(OffsetOrder::Built(_))));
-    }
-
-    #[test]
-    fn without_a_rev_file_a_size_on_disk_builds_the_index_as_git_does() {
-        let objects = Objects::new();
-        let path = pack_with_rev_file(&objects);
-        std::fs::remove_file(path.with_extension("rev")).expect("remove .rev");
-        let pack = Pack::open(&path.with_extension("idx"), 1, SHA1).expect("pack");
-        assert!(pack.offset_order(false).is_none());
-        assert!(matches!(pack.offset_order(true), Some(OffsetOrder::Built(_))));
     }
 }

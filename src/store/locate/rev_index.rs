@@ -1,5 +1,6 @@
-//! A pack's entries in offset order (git's reverse index), built from its index alone, and the place where the
-//! types at the bottom of their delta chains are kept once [`super::chain_kinds`] has found them.
+//! A pack's entries in offset order (git's reverse index): built in memory from the pack index (in the `.rev`
+//! file's order when there is one), or read from the `.rev` file in place ([`OffsetOrder`] is either); and the
+//! place where the types at the bottom of their delta chains are kept once [`super::chain_kinds`] has found them.
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -99,4 +100,90 @@ fn in_file_order(rev_file: &RevFile, index: &PackIndex) -> Option<(Vec<u64>, Vec
         positions.push(position);
     }
     Some((offsets, positions))
+}
+
+/// A pack's entries in offset order, from whichever it has: the reverse index built in memory, or its `.rev` file.
+#[derive(Clone, Copy)]
+pub(in crate::store) enum OffsetOrder<'a> {
+    Built(&'a RevIndex),
+    File(&'a RevFile, &'a PackIndex),
+}
+
+impl<'a> OffsetOrder<'a> {
+    /// Where the entry at `offset` is in offset order.
+    pub(in crate::store) fn position(self, offset: u64) -> Option<usize> {
+        match self {
+            OffsetOrder::Built(rev) => rev.position(offset),
+            OffsetOrder::File(rev, index) => rev.position(index, offset),
+        }
+    }
+
+    /// The `at`-th entry in offset order: its offset and its position in the index.
+    pub(in crate::store) fn get(self, at: usize) -> Option<(u64, u32)> {
+        match self {
+            OffsetOrder::Built(rev) => rev.get(at),
+            OffsetOrder::File(rev, index) => rev.get(index, at),
+        }
+    }
+
+    /// The reverse index built in memory, if that is where the order comes from.
+    pub(in crate::store) fn built(self) -> Option<&'a RevIndex> {
+        match self {
+            OffsetOrder::Built(rev) => Some(rev),
+            OffsetOrder::File(..) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::locate::Pack;
+    use crate::store::testpack::Objects;
+
+    const SHA1: gix_hash::Kind = gix_hash::Kind::Sha1;
+
+    #[test]
+    fn a_rev_file_gives_the_order_the_built_index_gives() {
+        let objects = Objects::new();
+        let path = objects.pack_with_rev_file();
+        let index = PackIndex::open(&path.with_extension("idx"), SHA1).expect("index");
+        let file = RevFile::open(&path.with_extension("rev"), &index, SHA1).expect("a usable .rev");
+        let built = RevIndex::build(&index, None);
+        assert_eq!(built.len(), 11);
+        for at in 0..built.len() {
+            let (offset, position) = built.get(at).expect("entry");
+            assert_eq!(file.get(&index, at), Some((offset, position)));
+            assert_eq!(file.position(&index, offset), Some(at));
+            assert_eq!(file.position(&index, offset + 1), built.position(offset + 1));
+        }
+        assert_eq!(file.get(&index, built.len()), None);
+    }
+
+    #[test]
+    fn single_requests_read_the_rev_file_and_build_nothing_until_many_ask() {
+        let objects = Objects::new();
+        let path = objects.pack_with_rev_file();
+        let pack = Pack::open(&path.with_extension("idx"), 1, SHA1).expect("pack");
+        // A type: nothing to read until the reverse index is built.
+        assert!(pack.offset_order(false).is_none());
+        // A size on disk: the `.rev` file.
+        assert!(matches!(pack.offset_order(true), Some(OffsetOrder::File(..))));
+        for _ in 2..63 {
+            assert!(pack.offset_order(false).is_none());
+        }
+        // The 64th ask builds it.
+        assert!(matches!(pack.offset_order(false), Some(OffsetOrder::Built(_))));
+        assert!(matches!(pack.offset_order(true), Some(OffsetOrder::Built(_))));
+    }
+
+    #[test]
+    fn without_a_rev_file_a_size_on_disk_builds_the_index_as_git_does() {
+        let objects = Objects::new();
+        let path = objects.pack_with_rev_file();
+        std::fs::remove_file(path.with_extension("rev")).expect("remove .rev");
+        let pack = Pack::open(&path.with_extension("idx"), 1, SHA1).expect("pack");
+        assert!(pack.offset_order(false).is_none());
+        assert!(matches!(pack.offset_order(true), Some(OffsetOrder::Built(_))));
+    }
 }
