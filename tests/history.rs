@@ -11,7 +11,7 @@ use crate::util::case::{Case, Source};
 use crate::util::cat_file::{Stderr, assert_same, run};
 use crate::util::{
     CAT_BLOBD, TempDir, assert_bytes_eq, assert_fatal_naming, build_with_script, cat_blob_stream, git, git_in,
-    parse_responses,
+    parse_responses, test_git_version,
 };
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/make-history-fixture.sh");
@@ -110,12 +110,15 @@ fn pack_files(dir: &Path, extension: &str) -> Vec<PathBuf> {
 #[test]
 fn all_objects_over_one_pack_or_many_like_git() {
     let (tmp, dir) = copy_of_history("all-objects-shapes");
-    // Sorted, the disk size of an object stored twice is that of the copy git's lookup finds first, and git
-    // moves the pack it last found an object in to the front (its most-recently-used list), which cat-blobd
-    // does not follow (so it differed before the walk changed too): with duplicates, sorted answers leave it out.
+    // Sorted, the disk size and delta base of an object stored twice are those of the copy git's lookup finds
+    // first, and git moves the pack it last found an object in to the front (its most-recently-used list).
+    // cat-blobd follows that list over packs alone; with loose objects too it reads the newest pack's copy, so
+    // those sorted answers leave the disk size and delta base out.
     let check = |dir: &Path, shape: &str| {
-        let sorted =
-            if shape.contains("sharing") { "--batch-check=%(objectname) %(objecttype) %(objectsize)" } else { ANALYZE };
+        let sorted = match shape.contains("loose") {
+            true => "--batch-check=%(objectname) %(objecttype) %(objectsize)",
+            false => "--batch-check=%(objectname) %(objecttype) %(objectsize) %(objectsize:disk) %(deltabase)",
+        };
         for args in [&["--batch-all-objects", sorted][..], &["--batch-all-objects", "--unordered", ANALYZE]] {
             let git = run("git", dir, args, b"", &[]);
             let ours = run(CAT_BLOBD, dir, args, b"", &[]);
@@ -133,7 +136,11 @@ fn all_objects_over_one_pack_or_many_like_git() {
     let ids = String::from_utf8(git(&dir, &["cat-file", "--batch-all-objects", "--batch-check=%(objectname)"]));
     let some: String = ids.expect("ascii").lines().step_by(3).map(|id| format!("{id}\n")).collect();
     let prefix = dir.join("objects/pack/pack");
+    let first_pack = pack_files(&dir, "pack");
     git_in(&dir, &["pack-objects", "-q", prefix.to_str().expect("utf-8")], some.as_bytes());
+    // The first pack a day older, so that git's starting order (newest first, by the second) is certain.
+    let file = std::fs::File::options().write(true).open(&first_pack[0]).expect("open the first pack");
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(86_400)).expect("set mtime");
     check(&dir, "two packs sharing objects");
     git_in(&dir, &["hash-object", "-w", "--stdin"], b"a loose blob of its own\n");
     check(&dir, "two packs sharing objects, and a loose object");
@@ -142,6 +149,56 @@ fn all_objects_over_one_pack_or_many_like_git() {
     std::fs::write(alt.join("objects/info/alternates"), format!("{}\n", dir.join("objects").display())).expect("write");
     git_in(&alt, &["hash-object", "-w", "--stdin"], b"the alternate's own blob\n");
     check(&alt, "an alternate (two packs sharing objects) and a loose object");
+}
+
+/// `--batch-all-objects` over three packs that share no object (each object in one of them, their ids
+/// interleaved), without and with a multi-pack-index: the packs' indexes are merged, and walked in pack order,
+/// with no seen-set; git's bytes, sizes on disk and delta bases included. With the index, `--unordered` lists the
+/// packs in its order, as git 2.55 does (2.47 lists them in reverse: against it, the lines are compared sorted).
+#[test]
+fn all_objects_over_packs_sharing_nothing_like_git() {
+    let (_tmp, dir) = copy_of_history("all-objects-disjoint");
+    let ids = String::from_utf8(git(&dir, &["cat-file", "--batch-all-objects", "--batch-check=%(objectname)"]));
+    let ids: Vec<String> = ids.expect("ascii").lines().map(str::to_owned).collect();
+    let old: Vec<PathBuf> = ["pack", "idx", "rev"].iter().flat_map(|ext| pack_files(&dir, ext)).collect();
+    let prefix = dir.join("objects/pack/pack");
+    for third in 0..3 {
+        let some: String = ids.iter().skip(third).step_by(3).map(|id| format!("{id}\n")).collect();
+        git_in(&dir, &["pack-objects", "-q", prefix.to_str().expect("utf-8")], some.as_bytes());
+    }
+    for file in old {
+        std::fs::remove_file(file).expect("remove the first pack");
+    }
+    assert_eq!(pack_files(&dir, "pack").len(), 3);
+    let with_base = "--batch-check=%(objectname) %(objecttype) %(objectsize:disk) %(deltabase)";
+    for shape in ["three packs", "three packs and a multi-pack-index"] {
+        if shape.ends_with("index") {
+            git(&dir, &["multi-pack-index", "write"]);
+        }
+        for order in [&[][..], &["--unordered"]] {
+            for format in [ANALYZE, with_base] {
+                let args = [&["--batch-all-objects"], order, &[format]].concat();
+                let git = run("git", &dir, &args, b"", &[]);
+                let ours = run(CAT_BLOBD, &dir, &args, b"", &[]);
+                assert!(git.status.success(), "git cat-file {args:?}: {}", git.describe());
+                assert_eq!(git.stdout.iter().filter(|&&b| b == b'\n').count(), ids.len(), "git lists each object once");
+                let what = format!("cat-file {args:?}, {shape}");
+                if shape.ends_with("index") && !order.is_empty() && test_git_version() < (2, 55) {
+                    // git 2.55 walks the packs in the multi-pack-index's order, as cat-blobd does; 2.47 in the
+                    // reverse. The same lines, then.
+                    let sorted = |bytes: &[u8]| {
+                        let mut lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+                        lines.sort_unstable();
+                        lines.concat()
+                    };
+                    assert_bytes_eq(&what, &sorted(&git.stdout), &sorted(&ours.stdout));
+                    assert_eq!((git.status.code(), &git.stderr), (ours.status.code(), &ours.stderr), "{what}");
+                } else {
+                    assert_same(&what, &git, &ours, Stderr::Exact);
+                }
+            }
+        }
+    }
 }
 
 /// Where the zlib stream of the pack entry at `offset` starts: after its type-and-size bytes and, for an
