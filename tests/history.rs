@@ -154,7 +154,8 @@ fn all_objects_over_one_pack_or_many_like_git() {
 /// `--batch-all-objects` over three packs that share no object (each object in one of them, their ids
 /// interleaved), without and with a multi-pack-index: the packs' indexes are merged, and walked in pack order,
 /// with no seen-set; git's bytes, sizes on disk and delta bases included. With the index, `--unordered` lists the
-/// packs in its order, as git 2.55 does (2.47 lists them in reverse: against it, the lines are compared sorted).
+/// packs in its order, and packs of one second in directory order, as git 2.55 does (2.47 lists them in reverse:
+/// against it, the lines are compared sorted).
 #[test]
 fn all_objects_over_packs_sharing_nothing_like_git() {
     let (_tmp, dir) = copy_of_history("all-objects-disjoint");
@@ -169,12 +170,25 @@ fn all_objects_over_packs_sharing_nothing_like_git() {
     for file in old {
         std::fs::remove_file(file).expect("remove the first pack");
     }
-    assert_eq!(pack_files(&dir, "pack").len(), 3);
-    let with_base = "--batch-check=%(objectname) %(objecttype) %(objectsize:disk) %(deltabase)";
-    for shape in ["three packs", "three packs and a multi-pack-index"] {
-        if shape.ends_with("index") {
-            git(&dir, &["multi-pack-index", "write"]);
+    let packs = pack_files(&dir, "pack");
+    assert_eq!(packs.len(), 3);
+    // git orders packs by their modification time in whole seconds, newest first; those of one second in directory
+    // order (2.55; 2.47 in the reverse).
+    let set_mtimes = |seconds_apart: u64| {
+        let now = std::time::SystemTime::now();
+        for (n, pack) in packs.iter().enumerate() {
+            let file = std::fs::File::options().write(true).open(pack).expect("open a pack");
+            let age = std::time::Duration::from_secs(3600 + seconds_apart * n as u64);
+            file.set_modified(now - age).expect("set a pack's mtime");
         }
+    };
+    let with_base = "--batch-check=%(objectname) %(objecttype) %(objectsize:disk) %(deltabase)";
+    for shape in ["three packs of one second", "three packs", "three packs and a multi-pack-index"] {
+        match shape {
+            "three packs of one second" => set_mtimes(0),
+            "three packs" => set_mtimes(10),
+            _ => drop(git(&dir, &["multi-pack-index", "write"])),
+        };
         for order in [&[][..], &["--unordered"]] {
             for format in [ANALYZE, with_base] {
                 let args = [&["--batch-all-objects"], order, &[format]].concat();
@@ -183,9 +197,10 @@ fn all_objects_over_packs_sharing_nothing_like_git() {
                 assert!(git.status.success(), "git cat-file {args:?}: {}", git.describe());
                 assert_eq!(git.stdout.iter().filter(|&&b| b == b'\n').count(), ids.len(), "git lists each object once");
                 let what = format!("cat-file {args:?}, {shape}");
-                if shape.ends_with("index") && !order.is_empty() && test_git_version() < (2, 55) {
-                    // git 2.55 walks the packs in the multi-pack-index's order, as cat-blobd does; 2.47 in the
-                    // reverse. The same lines, then.
+                let reversed_by_2_47 = shape.ends_with("index") || shape.ends_with("second");
+                if reversed_by_2_47 && !order.is_empty() && test_git_version() < (2, 55) {
+                    // git 2.55 walks the packs in the multi-pack-index's order, and those of one second in
+                    // directory order, as cat-blobd does; 2.47 in the reverse. The same lines, then.
                     let sorted = |bytes: &[u8]| {
                         let mut lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
                         lines.sort_unstable();

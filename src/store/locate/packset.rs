@@ -8,9 +8,9 @@
 //! open the indexes they search up to the pack that has the object. Packs a midx covers are opened when an object
 //! is first read from them.
 use std::ffi::OsStr;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::SystemTime;
 
 use gix_hash::oid;
 
@@ -30,8 +30,9 @@ pub(in crate::store) struct PackSet {
 /// A pack of the listing, opened when a lookup first reaches it.
 struct Listed {
     idx_path: PathBuf,
-    /// The `.pack` file's modification time at the scan, which orders the search (the epoch if it has none).
-    mtime: SystemTime,
+    /// The `.pack` file's modification time at the scan, in whole seconds as git keeps it, which orders the
+    /// search (the epoch if it has none).
+    mtime: i64,
     /// The opened pack, or why its index cannot be used.
     opened: OnceLock<Result<Arc<Pack>, Arc<PackError>>>,
 }
@@ -39,7 +40,7 @@ struct Listed {
 impl Listed {
     fn new(idx_path: PathBuf) -> Listed {
         let pack_path = idx_path.with_extension("pack");
-        let mtime = std::fs::metadata(pack_path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+        let mtime = std::fs::metadata(pack_path).map_or(0, |m| m.mtime());
         Listed { idx_path, mtime, opened: OnceLock::new() }
     }
 
@@ -168,14 +169,13 @@ impl PackSet {
                 next.layers.push(Arc::clone(layer));
             }
         }
-        let mut idx_paths: Vec<PathBuf> = std::fs::read_dir(pack_dir)
+        let idx_paths: Vec<PathBuf> = std::fs::read_dir(pack_dir)
             .into_iter()
             .flatten()
             .filter_map(|entry| entry.ok().map(|e| e.path()))
             .filter(|path| path.extension() == Some(OsStr::new("idx")))
             .filter(|path| path.file_name().is_none_or(|name| !covered.contains(Path::new(name))))
             .collect();
-        idx_paths.sort();
         for idx_path in idx_paths {
             // A pack listed before is kept as it is (opened or not); one whose index could not be read is tried
             // afresh.
@@ -197,7 +197,8 @@ impl PackSet {
                 }
             }
         }
-        // Newest first, as git orders packs: recent objects are asked for most.
+        // Newest first, as git orders packs: recent objects are asked for most. Packs of the same second stay in
+        // directory order, as git 2.55 adds them (2.47 added each before the others: the reverse).
         next.packs.sort_by_key(|listed| std::cmp::Reverse(listed.mtime));
         changed.then_some(next)
     }
