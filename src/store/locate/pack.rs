@@ -135,6 +135,11 @@ impl Pack {
         matches!(self.mapped().as_ref().err().map(|why| &**why), Some(PackError::Open(_)))
     }
 
+    /// Whether a read already found the pack file gone (maps nothing).
+    pub(in crate::store) fn was_found_gone(&self) -> bool {
+        matches!(self.data.get().and_then(|data| data.as_ref().err()).map(|why| &**why), Some(PackError::Open(_)))
+    }
+
     pub(in crate::store) fn index_path(&self) -> PathBuf {
         self.pack_path.with_extension("idx")
     }

@@ -1,0 +1,96 @@
+//! `cat-blobd serve --root` while its repositories change under it, each case against git run the same way: a
+//! pack whose data file is gone while its index remains, a repository deleted or renamed while a client reads it,
+//! a repository reconfigured; and the shim's global options (`--git-dir`, `--bare`, `--work-tree`,
+//! `--no-replace-objects`) carried to the daemon.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use crate::server_root::{
+    Forge, Interactive, Ran, commit, connect_cat_file, git, git_answer, git_cat_file, run, same_as_git, stop,
+};
+use crate::util::shim::Shim;
+use crate::util::{CAT_BLOBD, assert_bytes_eq, escape};
+
+/// Same stdout, stderr and exit status.
+#[track_caller]
+fn assert_same(what: &str, theirs: &Ran, ours: &Ran) {
+    assert_bytes_eq(&format!("{what}: stdout"), &theirs.stdout, &ours.stdout);
+    assert_bytes_eq(&format!("{what}: stderr"), &theirs.stderr, &ours.stderr);
+    assert_eq!(theirs.status.code(), ours.status.code(), "{what}: {}", escape(&ours.stderr));
+}
+
+/// `cat-blobd cat-file args` run directly in `dir`.
+fn direct_cat_file(dir: &Path, args: &[&str], stdin: &[u8]) -> Ran {
+    let mut cmd = Command::new(CAT_BLOBD);
+    cmd.arg("cat-file").args(args);
+    run(cmd, dir, stdin, &[])
+}
+
+fn rev_parse(dir: &Path, name: &str) -> String {
+    String::from_utf8(git(dir, &["rev-parse", name])).unwrap().trim().to_owned()
+}
+
+/// Packs `ids` (one a line) into a new pack of `dir`'s repository, whose `.pack` gets the modification time `age`
+/// seconds after an epoch of the test's: git searches the newest pack first. The `.pack` file's path.
+fn pack(dir: &Path, ids: &[&str], age: u64) -> PathBuf {
+    let mut cmd = Command::new("git");
+    cmd.args(["pack-objects", "-q", ".git/objects/pack/pack"]);
+    let ran = run(cmd, dir, format!("{}\n", ids.join("\n")).as_bytes(), &[]);
+    assert!(ran.status.success(), "{}", escape(&ran.stderr));
+    let name = String::from_utf8(ran.stdout).unwrap();
+    let path = dir.join(format!(".git/objects/pack/pack-{}.pack", name.trim()));
+    let when = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + age);
+    std::fs::File::options().write(true).open(&path).unwrap().set_modified(when).unwrap();
+    path
+}
+
+/// A work tree under the root whose objects are in three packs and nowhere else: the commit, its tree and the
+/// blob of `o` in the oldest; the blob of `d` in the middle one and in the newest, which also has `n`'s. Its
+/// directory, the newest `.pack`, and the ids of `o`, `d`, `n`.
+fn three_packs(root: &Path) -> (PathBuf, PathBuf, [String; 3]) {
+    let dir = root.join("packs/work");
+    std::fs::create_dir_all(&dir).unwrap();
+    git(&dir, &["init", "-q"]);
+    for (name, content) in [("o", "old\n"), ("d", "in two packs\n"), ("n", "newest only\n")] {
+        std::fs::write(dir.join(name), content).unwrap();
+    }
+    commit(&dir, "n", "newest only\n");
+    let [o, d, n] = ["HEAD:o", "HEAD:d", "HEAD:n"].map(|name| rev_parse(&dir, name));
+    let (head, tree) = (rev_parse(&dir, "HEAD"), rev_parse(&dir, "HEAD^{tree}"));
+    pack(&dir, &[&head, &tree, &o], 0);
+    pack(&dir, &[&d], 60);
+    let newest = pack(&dir, &[&d, &n], 120);
+    git(&dir, &["prune-packed"]);
+    (dir, newest, [o, d, n])
+}
+
+/// A `.pack` removed while its `.idx` remains (as mid-repack): git's `is_pack_valid` fails, and an object listed
+/// there is looked for in the other packs, else `missing`; never an error. Run directly, and through a daemon that
+/// has the repository open with that pack's index read.
+#[test]
+fn server_root_a_pack_whose_data_is_gone_is_passed_over_as_git_does() {
+    let forge = Forge::new();
+    let (dir, newest, [o, d, n]) = three_packs(&forge.root());
+    let daemon = forge.daemon(&[]);
+    // Opens the repository in the daemon; looking `o` up searches the newest pack's index first.
+    let opened = connect_cat_file(&daemon.socket, &dir, &["--batch-check"], format!("{o}\n").as_bytes(), &[]);
+    assert!(opened.status.success(), "{}", escape(&opened.stderr));
+    std::fs::remove_file(&newest).unwrap();
+    let batch = format!("{n}\n{d}\n{o}\nHEAD:n\nHEAD:d\n");
+    for (args, stdin) in [
+        (&["--batch"][..], batch.as_bytes()),
+        (&["--batch-check"], batch.as_bytes()),
+        (&["-e", &n], b""),
+        (&["-p", &n], b""),
+        (&["-p", &d], b""),
+        (&["-s", "HEAD:d"], b""),
+    ] {
+        let theirs = git_cat_file(&dir, args, stdin, &[]);
+        assert_same(&format!("cat-blobd cat-file {args:?}"), &theirs, &direct_cat_file(&dir, args, stdin));
+        let through = connect_cat_file(&daemon.socket, &dir, args, stdin, &[]);
+        assert_same(&format!("connect cat-file {args:?}"), &theirs, &through);
+    }
+    let _ = stop(daemon);
+}
+
