@@ -94,3 +94,44 @@ fn server_root_a_pack_whose_data_is_gone_is_passed_over_as_git_does() {
     let _ = stop(daemon);
 }
 
+/// The shim with `CAT_BLOBD_SOCKET` at a `--root` daemon sends the global options that choose the repository
+/// (`--git-dir`, `--bare`, `--work-tree`, `--no-replace-objects`) with the stream: the daemon answers, from the
+/// repository git would read.
+#[test]
+fn server_root_shim_carries_the_options_that_choose_the_repository() {
+    let forge = Forge::new();
+    let root = forge.root();
+    let work = root.join("plain/work");
+    // A replace ref: `--no-replace-objects` changes the answer.
+    let (f, g) = (rev_parse(&work, "HEAD:f"), rev_parse(&work, "HEAD:d/g"));
+    git(&work, &["replace", &f, &g]);
+    let daemon = forge.daemon(&[]);
+    let shim = Shim::new();
+    let path = PathBuf::from(shim.path());
+    let env =
+        [("PATH", path.as_path()), ("CAT_BLOBD_SHIM_LOG", &shim.log_file()), ("CAT_BLOBD_SOCKET", &daemon.socket)];
+    let stdin = format!("{f}\nHEAD:f\nHEAD\n");
+    for (dir, options) in [
+        (root.clone(), vec!["--git-dir=plain/work/.git"]),
+        (root.join("org"), vec!["--git-dir", "pool.git"]),
+        (root.join("org/pool.git"), vec!["--bare"]),
+        (root.clone(), vec!["-C", "@hashed/ab/cd/abcd.git", "--bare"]),
+        (root.clone(), vec!["--no-replace-objects", "--git-dir=plain/work/.git"]),
+        (root.join("plain"), vec!["--git-dir=work/.git", "--work-tree=work"]),
+        (work.clone(), vec!["--no-replace-objects"]),
+    ] {
+        let args: Vec<&str> = options.iter().copied().chain(["cat-file", "--batch"]).collect();
+        let mut through = Command::new("git");
+        through.args(&args);
+        let ours = run(through, &dir, stdin.as_bytes(), &env);
+        let mut direct = Command::new("git");
+        direct.args(&args);
+        let theirs = run(direct, &dir, stdin.as_bytes(), &[]);
+        let what = format!("git {args:?} in {}", dir.display());
+        assert_same(&what, &theirs, &ours);
+        let log = shim.take_log();
+        assert!(log.starts_with("daemon cat-file"), "{what} answered by the daemon, log: {log}");
+    }
+    let _ = stop(daemon);
+}
+
