@@ -94,6 +94,58 @@ fn server_root_a_pack_whose_data_is_gone_is_passed_over_as_git_does() {
     let _ = stop(daemon);
 }
 
+/// Runs `program args` in `dir` after deleting `dir` (so its working directory is a deleted one).
+fn in_deleted(dir: &Path, program: &str, args: &[&str]) -> Ran {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg("rm -rf \"$DOOMED\" && exec \"$@\"").arg("sh").arg(program).args(args);
+    run(cmd, dir, b"HEAD\n", &[("DOOMED", dir)])
+}
+
+/// A repository deleted while a client reads it: that client goes on as git does (what it had opened still
+/// reads, the rest is `missing`), a new client in the deleted directory is told what git tells it, and other
+/// repositories' clients see nothing of it. A renamed one is served at its new path, and is no repository at the
+/// old one.
+#[test]
+fn server_root_a_repository_deleted_or_renamed_answers_as_git_does() {
+    let forge = Forge::new();
+    let root = forge.root();
+    let (dir, _, [o, d, n]) = three_packs(&root);
+    let loose = String::from_utf8(git(&dir, &["hash-object", "-w", "--stdin"])).unwrap();
+    let mut daemon = forge.daemon(&[]);
+    let socket = daemon.socket.clone();
+    let work = root.join("plain/work");
+    let mut other = Interactive::start(&socket, &work);
+    let (mut ours, mut theirs) = (Interactive::start(&socket, &dir), Interactive::git(&dir));
+    assert_bytes_eq("before", &theirs.ask(&n), &ours.ask(&n));
+    std::fs::remove_dir_all(root.join("packs")).unwrap();
+    for name in [&n, &d, &o, loose.trim(), "HEAD", &n] {
+        assert_bytes_eq(&format!("{name} once deleted"), &theirs.ask(name), &ours.ask(name));
+    }
+    ours.finish();
+    theirs.finish();
+    std::fs::create_dir_all(&dir).unwrap();
+    let git_there = in_deleted(&dir, "git", &["cat-file", "--batch-check"]);
+    std::fs::create_dir_all(&dir).unwrap();
+    let connect = ["connect", "--socket", socket.to_str().unwrap(), "cat-file", "--batch-check"];
+    assert_same("connect in a deleted directory", &git_there, &in_deleted(&dir, CAT_BLOBD, &connect));
+    std::fs::create_dir_all(&dir).unwrap();
+    let direct = ["cat-file", "--batch-check"];
+    assert_same("cat-blobd in a deleted directory", &git_there, &in_deleted(&dir, CAT_BLOBD, &direct));
+    // Renamed: the next client at the new path is served from there; the old path is no repository.
+    let pool = root.join("org/pool.git");
+    same_as_git(&socket, &pool, &[]);
+    std::fs::rename(&pool, root.join("org/renamed.git")).unwrap();
+    same_as_git(&socket, &root.join("org/renamed.git"), &[]);
+    let old = [("GIT_DIR", Path::new("pool.git"))];
+    let gone = connect_cat_file(&socket, &root.join("org"), &["-t", "HEAD"], b"", &old);
+    assert_eq!(gone.status.code(), Some(128), "{}", escape(&gone.stderr));
+    assert!(gone.stderr.starts_with(b"fatal: not a git repository"), "{}", escape(&gone.stderr));
+    assert_bytes_eq("another repository's client", &git_answer(&work, "HEAD:f"), &other.ask("HEAD:f"));
+    other.finish();
+    daemon.wait_for_log("Unable to read current working directory");
+    let _ = stop(daemon);
+}
+
 /// The shim with `CAT_BLOBD_SOCKET` at a `--root` daemon sends the global options that choose the repository
 /// (`--git-dir`, `--bare`, `--work-tree`, `--no-replace-objects`) with the stream: the daemon answers, from the
 /// repository git would read.
@@ -135,3 +187,28 @@ fn server_root_shim_carries_the_options_that_choose_the_repository() {
     let _ = stop(daemon);
 }
 
+/// An open repository's configuration is read again only when one of its files changed, and then it is: the next
+/// client sees the change as git does. The log says how long each opening took.
+#[test]
+fn server_root_a_reconfigured_repository_is_read_anew() {
+    let forge = Forge::new();
+    let root = forge.root();
+    let work = root.join("plain/work");
+    let (f, g) = (rev_parse(&work, "HEAD:f"), rev_parse(&work, "HEAD:d/g"));
+    git(&work, &["replace", &f, &g]);
+    let mut daemon = forge.daemon(&["--log-format", "json"]);
+    let ask = |daemon: &crate::util::daemon::Daemon| {
+        let stdin = format!("{f}\n");
+        let theirs = git_cat_file(&work, &["--batch"], stdin.as_bytes(), &[]);
+        let ours = connect_cat_file(&daemon.socket, &work, &["--batch"], stdin.as_bytes(), &[]);
+        assert_same("after the change", &theirs, &ours);
+    };
+    ask(&daemon);
+    ask(&daemon);
+    git(&work, &["config", "core.useReplaceRefs", "false"]);
+    ask(&daemon);
+    daemon.wait_for_log_count("\"outcome\":\"ok\"", 3);
+    let log = stop(daemon);
+    let opened: Vec<&str> = log.lines().filter(|line| line.contains("\"open_ms\":")).collect();
+    assert_eq!(opened.len(), 2, "opened on the first client and after the change only:\n{log}");
+}

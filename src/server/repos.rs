@@ -3,7 +3,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
-use super::root::{self, FindError};
+use super::root::{self, FindError, LeaseError};
 use crate::fast_import::SessionConfig;
 use crate::repo::Repository;
 use crate::settings::SettingsError;
@@ -52,6 +52,14 @@ impl Served {
         }
     }
 
+    /// How long opening its repository took, when this stream's lease opened it (a `--root` daemon's).
+    pub(crate) fn opened_in(&self) -> Option<std::time::Duration> {
+        match self {
+            Served::One(_) => None,
+            Served::Root(lease) => lease.opened_in(),
+        }
+    }
+
     /// Counts a stream's work for its repository (a `--root` daemon's `stats`).
     pub(crate) fn count(&self, requests: u64, bytes: u64) {
         if let Served::Root(lease) = self {
@@ -90,10 +98,19 @@ impl Repos {
             Repos::One(one) => return Ok(Served::One(Arc::clone(one))),
             Repos::Root(pool) => pool,
         };
+        // git's set-up starts with `getcwd`, which fails in a directory deleted since (its repository removed
+        // under the client): it dies there, whatever names the repository.
+        if cwd.is_some_and(|fd| rustix::fs::fstat(fd).is_ok_and(|stat| stat.st_nlink == 0)) {
+            return Err(Refusal::DirectoryGone);
+        }
         let cwd = cwd.and_then(|fd| std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok());
         let client = root::Client { cwd, hello, uid: peer.uid, gid: peer.gid, server_uid };
         let found = root::find(&pool.root, &client).map_err(Refusal::Elsewhere)?;
-        Ok(Served::Root(pool.lease(found).map_err(Refusal::Fatal)?))
+        match pool.lease(found) {
+            Ok(lease) => Ok(Served::Root(lease)),
+            Err(LeaseError::Repository(err)) => Err(Refusal::Elsewhere(FindError::Repository(err))),
+            Err(LeaseError::Settings(err)) => Err(Refusal::Fatal(err)),
+        }
     }
 }
 
@@ -106,4 +123,7 @@ pub(crate) enum Refusal {
     /// The repository is there but cannot be opened.
     #[error(transparent)]
     Fatal(SettingsError),
+    /// The client's working directory was deleted: git's own message (`strerror(ENOENT)`).
+    #[error("Unable to read current working directory: No such file or directory")]
+    DirectoryGone,
 }
