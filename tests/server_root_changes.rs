@@ -212,3 +212,28 @@ fn server_root_a_reconfigured_repository_is_read_anew() {
     let opened: Vec<&str> = log.lines().filter(|line| line.contains("\"open_ms\":")).collect();
     assert_eq!(opened.len(), 2, "opened on the first client and after the change only:\n{log}");
 }
+
+/// A single-repository daemon serves a shim's `git --git-dir=<dir>` only when `<dir>` is its repository: another
+/// one is answered by the shim itself, never from the daemon's repository.
+#[test]
+fn server_shim_git_dir_of_another_repository_is_not_read_from_the_daemons() {
+    let forge = Forge::new();
+    let root = forge.root();
+    let daemon = crate::util::daemon::Daemon::start(&root.join("org/pool.git"), &[]);
+    let shim = Shim::new();
+    let path = PathBuf::from(shim.path());
+    let env =
+        [("PATH", path.as_path()), ("CAT_BLOBD_SHIM_LOG", &shim.log_file()), ("CAT_BLOBD_SOCKET", &daemon.socket)];
+    for (git_dir, answered_by) in [("org/pool.git", "daemon"), ("org/fork-work/.git", "cat-blobd")] {
+        let args = [&format!("--git-dir={git_dir}")[..], "cat-file", "--batch"];
+        let mut through = Command::new("git");
+        through.args(args);
+        let ours = run(through, &root, b"HEAD:fork\nHEAD:f\n", &env);
+        let mut direct = Command::new("git");
+        direct.args(args);
+        let theirs = run(direct, &root, b"HEAD:fork\nHEAD:f\n", &[]);
+        assert_same(&format!("git {args:?}"), &theirs, &ours);
+        let log = shim.take_log();
+        assert!(log.starts_with(answered_by), "{git_dir} answered by {answered_by}, log: {log}");
+    }
+}

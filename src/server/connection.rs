@@ -250,11 +250,12 @@ impl Connection {
         if let Some(error) = &record.error {
             fields.push(("error", Value::Str(error)));
         }
-        if let Some(repository) = &record.repository {
-            fields.push(("repository", Value::Str(repository)));
-        }
         if let Some(open_ms) = record.open_ms {
             fields.push(("open_ms", Value::F64(open_ms)));
+        }
+        // Last: a log reader may take the rest of the line as the path.
+        if let Some(repository) = &record.repository {
+            fields.push(("repository", Value::Str(repository)));
         }
         self.state.log.log("connection", &fields);
     }

@@ -1,6 +1,7 @@
 //! What a daemon serves (one repository, or each client's under a root), and which repository one client's
 //! stream is served from.
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 
 use super::root::{self, FindError, LeaseError};
@@ -95,7 +96,7 @@ impl Repos {
         server_uid: u32,
     ) -> Result<Served, Refusal> {
         let pool = match self {
-            Repos::One(one) => return Ok(Served::One(Arc::clone(one))),
+            Repos::One(one) => return one.for_client(hello, cwd),
             Repos::Root(pool) => pool,
         };
         // git's set-up starts with `getcwd`, which fails in a directory deleted since (its repository removed
@@ -111,6 +112,23 @@ impl Repos {
             Err(LeaseError::Repository(err)) => Err(Refusal::Elsewhere(FindError::Repository(err))),
             Err(LeaseError::Settings(err)) => Err(Refusal::Fatal(err)),
         }
+    }
+}
+
+impl OneRepo {
+    /// Every client of a single-repository daemon reads its repository, except one whose `GIT_DIR` names another
+    /// (the shim carries `git --git-dir=<dir>`): that one is answered elsewhere, not from the wrong repository.
+    fn for_client(self: &Arc<Self>, hello: &Hello, cwd: Option<&OwnedFd>) -> Result<Served, Refusal> {
+        if let Some(dir) = hello.var("GIT_DIR") {
+            let dir = std::path::Path::new(std::ffi::OsStr::from_bytes(dir));
+            let cwd = cwd.and_then(|fd| std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok());
+            let named = cwd.map_or_else(|| dir.to_owned(), |cwd| cwd.join(dir));
+            let same = |a: &std::path::Path, b: &std::path::Path| a.canonicalize().ok() == b.canonicalize().ok();
+            if !same(&named, &self.repo.git_dir) {
+                return Err(Refusal::Elsewhere(FindError::NotServed(named)));
+            }
+        }
+        Ok(Served::One(Arc::clone(self)))
     }
 }
 

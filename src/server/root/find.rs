@@ -23,6 +23,9 @@ pub(crate) enum FindError {
     NotFound { path: PathBuf, root: PathBuf },
     #[error("not a git repository: '{}'", Bytes(.0.as_os_str().as_bytes()))]
     NotARepository(PathBuf),
+    /// A single-repository daemon's client names another repository.
+    #[error("'{}' is not the repository this daemon serves", Bytes(.0.as_os_str().as_bytes()))]
+    NotServed(PathBuf),
     #[error("the client passed no working directory, and no absolute GIT_DIR")]
     NoDirectory,
     #[error("'{}' is not readable by uid {uid}", Bytes(.path.as_os_str().as_bytes()))]
