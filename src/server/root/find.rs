@@ -65,8 +65,8 @@ pub(crate) fn find(root: &Root, client: &Client<'_>) -> Result<Found, FindError>
         None => walk_up(root, client)?,
     };
     let (common_dir, objects_dir) = repo::layout(&git_dir.path, &env);
-    let found = Found { git_dir: git_dir.path, common_dir, objects_dir, env };
-    confine_repository(root, &found, client)?;
+    let found = Found { git_dir: git_dir.path.clone(), common_dir, objects_dir, env };
+    confine_repository(root, &found, git_dir, client)?;
     Ok(found)
 }
 
@@ -104,6 +104,8 @@ fn walk_up(root: &Root, client: &Client<'_>) -> Result<Beneath, FindError> {
     let ceilings = ceilings(client);
     let start = root.resolve(cwd)?.ok_or_else(|| FindError::NotARepository(cwd.clone()))?;
     let mut dir = start.path.clone();
+    // The client's own directory is resolved already: each step up resolves its parent once.
+    let mut resolved = Some(start);
     loop {
         if let Some(dot_git) = root.resolve(&dir.join(".git"))?
             && let Some(git_dir) = follow_gitfile(root, dot_git)?
@@ -111,7 +113,11 @@ fn walk_up(root: &Root, client: &Client<'_>) -> Result<Beneath, FindError> {
         {
             return Ok(git_dir);
         }
-        if let Some(here) = root.resolve(&dir)?
+        let here = match resolved.take() {
+            Some(here) => Some(here),
+            None => root.resolve(&dir)?,
+        };
+        if let Some(here) = here
             && is_git_dir(root, &here)
         {
             return Ok(here);
@@ -155,16 +161,17 @@ fn is_git_dir(root: &Root, dir: &Beneath) -> bool {
         Ok(None) => dir.path.clone(),
         Err(_) => return false,
     };
-    let exists = |path: PathBuf| matches!(root.resolve(&path), Ok(Some(_)));
+    let exists = |path: PathBuf| matches!(root.exists(&path), Ok(true));
     exists(dir.path.join("HEAD")) && exists(common.join("objects")) && exists(common.join("refs"))
 }
 
 /// Checks that every directory `repo` reads lies beneath the root (its common directory, its object directory,
 /// every alternate, recursively), and that a client of another uid may read them.
-fn confine_repository(root: &Root, repo: &Found, client: &Client<'_>) -> Result<(), FindError> {
-    let mut dirs = Vec::new();
-    for dir in [&repo.git_dir, &repo.common_dir] {
-        dirs.push(root.resolve(dir)?.ok_or_else(|| FindError::NotARepository(dir.clone()))?);
+fn confine_repository(root: &Root, repo: &Found, git_dir: Beneath, client: &Client<'_>) -> Result<(), FindError> {
+    let mut dirs = vec![git_dir];
+    if repo.common_dir != repo.git_dir {
+        let common = &repo.common_dir;
+        dirs.push(root.resolve(common)?.ok_or_else(|| FindError::NotARepository(common.clone()))?);
     }
     let mut queue = vec![(absolute(client, &repo.objects_dir)?, 0)];
     if let Some(list) = &repo.env.alternate_object_directories {
