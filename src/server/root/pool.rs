@@ -255,16 +255,19 @@ impl Pool {
     /// Its configuration files are looked at (a `stat` each) outside the pool's lock, not read.
     fn existing(&self, key: &Key, identity: Identity) -> Option<Lease> {
         let open = Arc::clone(self.inner().open.get(key)?);
-        if open.identity == identity && ConfigStamp::of(&open.repo.config_files) == open.config {
+        let current = open.identity == identity && ConfigStamp::of(&open.repo.config_files) == open.config;
+        let mut inner = self.inner();
+        // Held under the lock, as eviction looks for repositories without clients under it; if another client
+        // replaced or closed it meanwhile, this one opens (or finds) the one there now.
+        if !inner.open.get(key).is_some_and(|now| Arc::ptr_eq(now, &open)) {
+            return None;
+        }
+        if current {
             self.reused.fetch_add(1, Ordering::Relaxed);
             return Some(hold(&open, None));
         }
         // Deleted, renamed over, re-created or reconfigured: its clients keep the one they have; the next opens
         // anew.
-        let mut inner = self.inner();
-        if !inner.open.get(key).is_some_and(|now| Arc::ptr_eq(now, &open)) {
-            return None;
-        }
         let gone = inner.open.remove(key)?;
         gone.close();
         None
