@@ -8,8 +8,12 @@ popularity, served two ways side by side in one run:
   daemon  one `cat-blobd serve --root`: each connection passes its pipes to it the way `cat-blobd connect` does
           (the hello and SCM_RIGHTS written here, so neither side pays a process start per connection).
 
-    benches/forge-node.py [--repos 100,1000] [--clients 8] [--connections 400] [--requests 10] [--seed 29]
+    benches/forge-node.py [--repos 100,1000,10000] [--clients 8] [--connections 400] [--requests 10] [--seed 29]
                           [--source /work/.mirror/git+git/repo] [--git GIT] [--cat-blobd BIN]
+                          [--daemon-log PREFIX]
+
+--daemon-log PREFIX keeps the daemon's JSON log of each repository count in PREFIX-<repos>.jsonl: one line per
+connection with its duration_ms, and open_ms for a connection that opened its repository.
 
 The repositories are hard-linked copies (`cp -al`, so the page cache holds each pack once) of a few sources:
 git.git (--source), and small repositories made here with 1, 3 and 6 packs, one of them with a
@@ -271,7 +275,7 @@ def run_way(way, ctx, repos, ids_by_source, args, seed, pids_of, outputs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repos", default="100,1000")
+    ap.add_argument("--repos", default="100,1000,10000")
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--connections", type=int, default=400)
     ap.add_argument("--requests", type=int, default=10)
@@ -283,6 +287,7 @@ def main():
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap.add_argument("--cat-blobd", default=os.path.join(here, "target", "release", "cat-blobd"))
     ap.add_argument("--memory-budget", default="1g")
+    ap.add_argument("--daemon-log", help="keep the daemon's JSON log in PREFIX-<repos>.jsonl")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     work = tempfile.mkdtemp(prefix="cat-blobd-forge-")
@@ -304,15 +309,20 @@ def main():
                     results[way]["procs"] = max(results[way]["procs"], pool.most)
                 else:
                     sock = os.path.join(work, "daemon.sock")
+                    log = subprocess.DEVNULL
+                    if args.daemon_log:
+                        log = open("%s-%d.jsonl" % (args.daemon_log, n), "wb")
                     daemon = subprocess.Popen([args.cat_blobd, "serve", "--socket", sock, "--root", root,
-                                               "--memory-budget", args.memory_budget],
-                                              stderr=subprocess.DEVNULL)
+                                               "--memory-budget", args.memory_budget, "--log-format", "json"],
+                                              stderr=log)
                     while not os.path.exists(sock):
                         time.sleep(0.01)
                     results[way] = run_way(way, sock, repos, ids_by_source, args, args.seed + r,
                                            lambda: [daemon.pid], outputs[way])
                     daemon.terminate()
                     daemon.wait()
+                    if log is not subprocess.DEVNULL:
+                        log.close()
             assert outputs["pool"] == outputs["daemon"], "the two ways gave different bytes"
             for way in ("pool", "daemon"):
                 res = results[way]

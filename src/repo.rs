@@ -71,6 +71,40 @@ pub struct Repository {
     /// a translation table cat-blobd does not read.
     pub compat_object_format: bool,
     pub config: Config,
+    /// Every configuration file its settings were read from, or would be if it existed (includes followed):
+    /// a daemon that keeps the repository open reads them again only when one of them changed.
+    pub config_files: Vec<PathBuf>,
+}
+
+/// What the configuration files of a repository were when it was read: each file's identity, size and
+/// modification time, `None` for one that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ConfigStamp(Vec<Option<FileStamp>>);
+
+/// A file's device, inode, size and modification time (seconds, nanoseconds).
+type FileStamp = (u64, u64, u64, i64, i64);
+
+impl ConfigStamp {
+    /// Stats `files` (a handful of `stat`s: no file is read).
+    pub(crate) fn of(files: &[PathBuf]) -> ConfigStamp {
+        use std::os::unix::fs::MetadataExt;
+        let stamp = |path: &PathBuf| {
+            let meta = std::fs::metadata(path).ok()?;
+            Some((meta.dev(), meta.ino(), meta.size(), meta.mtime(), meta.mtime_nsec()))
+        };
+        ConfigStamp(files.iter().map(stamp).collect())
+    }
+}
+
+/// Where a git directory's shared state and its objects are: its `commondir` (a linked worktree's), else
+/// itself; `GIT_OBJECT_DIRECTORY`, else `<common dir>/objects`. Nothing else of the repository is read.
+pub(crate) fn layout(git_dir: &Path, env: &Environment) -> (PathBuf, PathBuf) {
+    let common_dir = match std::fs::read(git_dir.join("commondir")) {
+        Ok(content) => git_dir.join(OsStr::from_bytes(content.trim_ascii_end())),
+        Err(_) => git_dir.to_owned(),
+    };
+    let objects_dir = env.object_directory.clone().unwrap_or_else(|| common_dir.join("objects"));
+    (common_dir, objects_dir)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -79,8 +113,10 @@ pub enum RepoError {
     NotFound,
     #[error("not a git repository: '{}'", Bytes(.0.as_os_str().as_bytes()))]
     NotARepository(PathBuf),
-    #[error("cannot read the current directory: {0}")]
-    CurrentDir(#[source] std::io::Error),
+    /// git's set-up starts with `getcwd` and dies there (a directory deleted under the client), whatever names
+    /// the repository.
+    #[error("Unable to read current working directory: {}", crate::git_compat::strerror::strerror(.0))]
+    CurrentDir(std::io::Error),
     #[error("invalid config file {}: {message}", Bytes(.path.as_os_str().as_bytes()))]
     Config { path: PathBuf, message: String },
     /// git says `error: <the reason>` first.
@@ -96,6 +132,7 @@ impl Repository {
     /// `GIT_CEILING_DIRECTORIES`.
     pub fn discover(git_dir: Option<&Path>, env: &Environment) -> Result<Repository, RepoError> {
         let explicit = git_dir.map(Path::to_path_buf).or_else(|| env.git_dir.clone());
+        let cwd = std::env::current_dir().map_err(RepoError::CurrentDir)?;
         let (git_dir, found) = match explicit {
             Some(dir) => {
                 if gix_discover::is_git(&dir).is_err() {
@@ -104,7 +141,6 @@ impl Repository {
                 (dir, Found::Explicit)
             }
             None => {
-                let cwd = std::env::current_dir().map_err(RepoError::CurrentDir)?;
                 let options = gix_discover::upwards::Options::default().apply_environment();
                 let (path, _trust) = gix_discover::upwards_opts(&cwd, options).map_err(|_| RepoError::NotFound)?;
                 let (git_dir, work_tree) = path.into_repository_and_work_tree_directories();
@@ -120,15 +156,11 @@ impl Repository {
     }
 
     fn open(git_dir: PathBuf, found: Found, env: &Environment) -> Result<Repository, RepoError> {
-        let common_dir = match std::fs::read(git_dir.join("commondir")) {
-            Ok(content) => git_dir.join(OsStr::from_bytes(content.trim_ascii_end())),
-            Err(_) => git_dir.clone(),
-        };
-        let objects_dir = env.object_directory.clone().unwrap_or_else(|| common_dir.join("objects"));
+        let (common_dir, objects_dir) = layout(&git_dir, env);
         let object_hash = read_object_format(&common_dir.join("config"))?;
         let compat_object_format = has_compat_object_format(&common_dir.join("config"));
-        let config = read_config(&git_dir, &common_dir, &found, env)?;
-        Ok(Repository { git_dir, common_dir, objects_dir, object_hash, compat_object_format, config })
+        let (config, config_files) = read_config(&git_dir, &common_dir, &found, env)?;
+        Ok(Repository { git_dir, common_dir, objects_dir, object_hash, compat_object_format, config, config_files })
     }
 }
 
@@ -195,7 +227,12 @@ fn has_compat_object_format(config_path: &Path) -> bool {
 ///
 /// The sources are listed here rather than with gix-config's `from_globals`, which runs `git` to find its
 /// installation's config file: a process spawn on every start-up.
-fn read_config(git_dir: &Path, common_dir: &Path, found: &Found, env: &Environment) -> Result<Config, RepoError> {
+fn read_config(
+    git_dir: &Path,
+    common_dir: &Path,
+    found: &Found,
+    env: &Environment,
+) -> Result<(Config, Vec<PathBuf>), RepoError> {
     use gix_config::Source;
     let home = env.home.clone();
     let nosystem = env.config_nosystem.clone().is_some_and(|v| gix_config::Boolean::try_from(v).is_ok_and(|b| b.0));
@@ -221,6 +258,7 @@ fn read_config(git_dir: &Path, common_dir: &Path, found: &Found, env: &Environme
         path: path.to_owned(),
         message: err.to_string(),
     };
+    let mut read_from: Vec<PathBuf> = files.iter().map(|(_, path)| path.clone()).collect();
     let metas = files
         .into_iter()
         .filter(|(source, path)| path.is_file() && (*source != Source::Worktree || worktree_config_enabled(common_dir)))
@@ -238,9 +276,15 @@ fn read_config(git_dir: &Path, common_dir: &Path, found: &Found, env: &Environme
     {
         config.append(parameters).map_err(|err| error(Path::new("GIT_CONFIG_PARAMETERS"), &err))?;
     }
+    for included in config.sections().filter_map(|section| section.meta().path.clone()) {
+        if !read_from.contains(&included) {
+            read_from.push(included);
+        }
+    }
     let work_tree_mailmap = |work_tree| work_tree_mailmap(git_dir, found, work_tree, env);
-    Config::read(&config, work_tree_mailmap, home.as_deref(), &common_dir.join("config"))
-        .map_err(|ConfigError { origin, message }| RepoError::Config { path: origin, message })
+    let config = Config::read(&config, work_tree_mailmap, home.as_deref(), &common_dir.join("config"))
+        .map_err(|ConfigError { origin, message }| RepoError::Config { path: origin, message })?;
+    Ok((config, read_from))
 }
 
 /// `extensions.worktreeConfig` in the repository's own config turns on `config.worktree`.

@@ -14,14 +14,14 @@ use crate::util::{
 };
 
 /// What a command gave: status, stdout, stderr.
-struct Ran {
-    status: ExitStatus,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
+pub(crate) struct Ran {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
 }
 
 /// `cmd` with the test environment (no GIT_* of ours, pinned identity and dates), `env` added, `stdin` fed.
-fn run(mut cmd: Command, dir: &Path, stdin: &[u8], env: &[(&str, &Path)]) -> Ran {
+pub(crate) fn run(mut cmd: Command, dir: &Path, stdin: &[u8], env: &[(&str, &Path)]) -> Ran {
     clean_git_env(&mut cmd);
     pinned(&mut cmd);
     cmd.current_dir(dir).envs(env.iter().map(|(k, v)| (*k, *v)));
@@ -48,7 +48,7 @@ fn pinned(cmd: &mut Command) {
 }
 
 /// `git args` in `dir`, which must succeed; its stdout.
-fn git(dir: &Path, args: &[&str]) -> Vec<u8> {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> Vec<u8> {
     let mut cmd = Command::new("git");
     cmd.args(["-c", "init.defaultBranch=main", "-c", "gc.auto=0", "-c", "maintenance.auto=false"]).args(args);
     let ran = run(cmd, dir, b"", &[]);
@@ -56,20 +56,20 @@ fn git(dir: &Path, args: &[&str]) -> Vec<u8> {
     ran.stdout
 }
 
-fn git_cat_file(dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &Path)]) -> Ran {
+pub(crate) fn git_cat_file(dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &Path)]) -> Ran {
     let mut cmd = Command::new("git");
     cmd.arg("cat-file").args(args);
     run(cmd, dir, stdin, env)
 }
 
-fn connect_cat_file(socket: &Path, dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &Path)]) -> Ran {
+pub(crate) fn connect_cat_file(socket: &Path, dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &Path)]) -> Ran {
     let mut cmd = Command::new(CAT_BLOBD);
     cmd.arg("connect").arg("--socket").arg(socket).arg("cat-file").args(args);
     run(cmd, dir, stdin, env)
 }
 
 /// Commits `name` with `content` in the work tree `dir`.
-fn commit(dir: &Path, name: &str, content: &str) {
+pub(crate) fn commit(dir: &Path, name: &str, content: &str) {
     let path = dir.join(name);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, content).unwrap();
@@ -78,12 +78,12 @@ fn commit(dir: &Path, name: &str, content: &str) {
 }
 
 /// A root of repositories of every shape, and one repository outside it.
-struct Forge {
+pub(crate) struct Forge {
     top: TempDir,
 }
 
 impl Forge {
-    fn new() -> Forge {
+    pub(crate) fn new() -> Forge {
         let top = TempDir::new("forge");
         let root = top.path().join("root");
         std::fs::create_dir_all(&root).unwrap();
@@ -110,7 +110,7 @@ impl Forge {
         Forge { top }
     }
 
-    fn root(&self) -> PathBuf {
+    pub(crate) fn root(&self) -> PathBuf {
         self.top.path().join("root")
     }
 
@@ -119,7 +119,7 @@ impl Forge {
     }
 
     /// `cat-blobd serve --root` on the forge's root.
-    fn daemon(&self, extra: &[&str]) -> Daemon {
+    pub(crate) fn daemon(&self, extra: &[&str]) -> Daemon {
         let socket = self.top.path().join(format!("socket-{}", extra.len()));
         let mut cmd = Command::new(CAT_BLOBD);
         clean_git_env(&mut cmd);
@@ -138,7 +138,7 @@ fn requests(dir: &Path, env: &[(&str, &Path)]) -> Vec<u8> {
 }
 
 #[track_caller]
-fn same_as_git(socket: &Path, dir: &Path, env: &[(&str, &Path)]) {
+pub(crate) fn same_as_git(socket: &Path, dir: &Path, env: &[(&str, &Path)]) {
     let input = requests(dir, env);
     let commands: Vec<u8> = input
         .split(|&b| b == b'\n')
@@ -204,7 +204,7 @@ fn server_root_serves_every_shape_of_repository_like_git() {
 }
 
 /// Stops the daemon with SIGTERM; it must exit 0. Its whole log.
-fn stop(mut daemon: Daemon) -> String {
+pub(crate) fn stop(mut daemon: Daemon) -> String {
     daemon.signal(rustix::process::Signal::TERM);
     assert!(daemon.wait().success(), "{}", daemon.log());
     daemon.log()
@@ -317,16 +317,28 @@ fn server_root_gives_other_uids_only_what_they_may_read() {
 }
 
 /// A `--batch` client kept open: requests in, one answer out at a time.
-struct Interactive {
+pub(crate) struct Interactive {
     child: Child,
     stdout: BufReader<ChildStdout>,
 }
 
 impl Interactive {
-    fn start(socket: &Path, dir: &Path) -> Interactive {
+    pub(crate) fn start(socket: &Path, dir: &Path) -> Interactive {
         let mut cmd = Command::new(CAT_BLOBD);
+        cmd.arg("connect").arg("--socket").arg(socket).args(["cat-file", "--batch"]);
+        Interactive::of(cmd, dir)
+    }
+
+    /// `git cat-file --batch` in `dir`, to ask the same as a client of the daemon.
+    pub(crate) fn git(dir: &Path) -> Interactive {
+        let mut cmd = Command::new("git");
+        cmd.args(["cat-file", "--batch"]);
+        Interactive::of(cmd, dir)
+    }
+
+    fn of(mut cmd: Command, dir: &Path) -> Interactive {
         clean_git_env(&mut cmd);
-        cmd.arg("connect").arg("--socket").arg(socket).args(["cat-file", "--batch"]).current_dir(dir);
+        cmd.current_dir(dir);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         let mut child = cmd.spawn().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
@@ -334,7 +346,7 @@ impl Interactive {
     }
 
     /// Asks for `name`; the answer (header and contents).
-    fn ask(&mut self, name: &str) -> Vec<u8> {
+    pub(crate) fn ask(&mut self, name: &str) -> Vec<u8> {
         let stdin = self.child.stdin.as_mut().unwrap();
         stdin.write_all(format!("{name}\n").as_bytes()).unwrap();
         stdin.flush().unwrap();
@@ -349,7 +361,7 @@ impl Interactive {
         header
     }
 
-    fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         drop(self.child.stdin.take());
         let status = wait_with_timeout(&mut self.child, WAIT, "an interactive client".as_ref());
         assert!(status.success());
@@ -357,7 +369,7 @@ impl Interactive {
 }
 
 /// What git's `--batch` answers for `name` in `dir`.
-fn git_answer(dir: &Path, name: &str) -> Vec<u8> {
+pub(crate) fn git_answer(dir: &Path, name: &str) -> Vec<u8> {
     git_cat_file(dir, &["--batch"], format!("{name}\n").as_bytes(), &[]).stdout
 }
 

@@ -26,6 +26,7 @@ mod server;
 mod server_cat_file;
 mod server_hardening;
 mod server_root;
+mod server_root_changes;
 mod shim;
 mod util;
 mod write_through;

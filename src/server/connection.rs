@@ -117,11 +117,22 @@ struct Record {
     error: Option<String>,
     /// The repository a `--root` daemon served the stream from.
     repository: Option<String>,
+    /// How long opening it took, when this stream opened it.
+    open_ms: Option<f64>,
 }
 
 impl Record {
     fn refused(kind: &'static str, error: String) -> Record {
-        Record { kind, outcome: "refused", exit: None, requests: 0, bytes: 0, error: Some(error), repository: None }
+        Record {
+            kind,
+            outcome: "refused",
+            exit: None,
+            requests: 0,
+            bytes: 0,
+            error: Some(error),
+            repository: None,
+            open_ms: None,
+        }
     }
 
     fn stream(kind: &'static str, outcome: &Outcome, cancel: Option<CancelReason>, broken_pipe: bool) -> Record {
@@ -142,12 +153,22 @@ impl Record {
             bytes: outcome.stats.bytes,
             error: outcome.fatal.clone(),
             repository: None,
+            open_ms: None,
         }
     }
 
     fn panicked(kind: &'static str) -> Record {
         let error = Some("internal error: the stream's thread panicked".to_owned());
-        Record { kind, outcome: "panic", exit: Some(128), requests: 0, bytes: 0, error, repository: None }
+        Record {
+            kind,
+            outcome: "panic",
+            exit: Some(128),
+            requests: 0,
+            bytes: 0,
+            error,
+            repository: None,
+            open_ms: None,
+        }
     }
 }
 
@@ -229,6 +250,10 @@ impl Connection {
         if let Some(error) = &record.error {
             fields.push(("error", Value::Str(error)));
         }
+        if let Some(open_ms) = record.open_ms {
+            fields.push(("open_ms", Value::F64(open_ms)));
+        }
+        // Last: a log reader may take the rest of the line as the path.
         if let Some(repository) = &record.repository {
             fields.push(("repository", Value::Str(repository)));
         }
@@ -405,7 +430,7 @@ impl Connection {
                 let bytes = crate::fatal::message_bytes(&message);
                 self.reply(&match refusal {
                     Refusal::Elsewhere(_) => Reply::Elsewhere(bytes),
-                    Refusal::Fatal(_) => Reply::Fatal(bytes),
+                    Refusal::Fatal(_) | Refusal::DirectoryGone => Reply::Fatal(bytes),
                 });
                 return Record::refused(kind, message);
             }
@@ -476,6 +501,7 @@ impl Connection {
         let mut record = Record::stream(kind, &outcome, cancel.reason(), broken_pipe);
         if matches!(served, Served::Root(_)) {
             record.repository = Some(served.repo().git_dir.display().to_string());
+            record.open_ms = served.opened_in().map(|took| took.as_secs_f64() * 1e3);
         }
         record
     }
@@ -485,7 +511,16 @@ impl Connection {
         let text = state.counters.render(&state.repos, state.started.elapsed(), state.log.dropped());
         let _ = self.stream.set_write_timeout(Some(LINGER));
         let _ = (&*self.stream).write_all(text.as_bytes());
-        Record { kind: "stats", outcome: "ok", exit: None, requests: 0, bytes: 0, error: None, repository: None }
+        Record {
+            kind: "stats",
+            outcome: "ok",
+            exit: None,
+            requests: 0,
+            bytes: 0,
+            error: None,
+            repository: None,
+            open_ms: None,
+        }
     }
 
     /// Tells the client why it is refused, then closes like a plain stream.

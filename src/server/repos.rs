@@ -1,9 +1,10 @@
 //! What a daemon serves (one repository, or each client's under a root), and which repository one client's
 //! stream is served from.
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 
-use super::root::{self, FindError};
+use super::root::{self, FindError, LeaseError};
 use crate::fast_import::SessionConfig;
 use crate::repo::Repository;
 use crate::settings::SettingsError;
@@ -52,6 +53,14 @@ impl Served {
         }
     }
 
+    /// How long opening its repository took, when this stream's lease opened it (a `--root` daemon's).
+    pub(crate) fn opened_in(&self) -> Option<std::time::Duration> {
+        match self {
+            Served::One(_) => None,
+            Served::Root(lease) => lease.opened_in(),
+        }
+    }
+
     /// Counts a stream's work for its repository (a `--root` daemon's `stats`).
     pub(crate) fn count(&self, requests: u64, bytes: u64) {
         if let Served::Root(lease) = self {
@@ -87,13 +96,39 @@ impl Repos {
         server_uid: u32,
     ) -> Result<Served, Refusal> {
         let pool = match self {
-            Repos::One(one) => return Ok(Served::One(Arc::clone(one))),
+            Repos::One(one) => return one.for_client(hello, cwd),
             Repos::Root(pool) => pool,
         };
+        // git's set-up starts with `getcwd`, which fails in a directory deleted since (its repository removed
+        // under the client): it dies there, whatever names the repository.
+        if cwd.is_some_and(|fd| rustix::fs::fstat(fd).is_ok_and(|stat| stat.st_nlink == 0)) {
+            return Err(Refusal::DirectoryGone);
+        }
         let cwd = cwd.and_then(|fd| std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok());
         let client = root::Client { cwd, hello, uid: peer.uid, gid: peer.gid, server_uid };
         let found = root::find(&pool.root, &client).map_err(Refusal::Elsewhere)?;
-        Ok(Served::Root(pool.lease(found).map_err(Refusal::Fatal)?))
+        match pool.lease(found) {
+            Ok(lease) => Ok(Served::Root(lease)),
+            Err(LeaseError::Repository(err)) => Err(Refusal::Elsewhere(FindError::Repository(err))),
+            Err(LeaseError::Settings(err)) => Err(Refusal::Fatal(err)),
+        }
+    }
+}
+
+impl OneRepo {
+    /// Every client of a single-repository daemon reads its repository, except one whose `GIT_DIR` names another
+    /// (the shim carries `git --git-dir=<dir>`): that one is answered elsewhere, not from the wrong repository.
+    fn for_client(self: &Arc<Self>, hello: &Hello, cwd: Option<&OwnedFd>) -> Result<Served, Refusal> {
+        if let Some(dir) = hello.var("GIT_DIR") {
+            let dir = std::path::Path::new(std::ffi::OsStr::from_bytes(dir));
+            let cwd = cwd.and_then(|fd| std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok());
+            let named = cwd.map_or_else(|| dir.to_owned(), |cwd| cwd.join(dir));
+            let same = |a: &std::path::Path, b: &std::path::Path| a.canonicalize().ok() == b.canonicalize().ok();
+            if !same(&named, &self.repo.git_dir) {
+                return Err(Refusal::Elsewhere(FindError::NotServed(named)));
+            }
+        }
+        Ok(Served::One(Arc::clone(self)))
     }
 }
 
@@ -106,4 +141,7 @@ pub(crate) enum Refusal {
     /// The repository is there but cannot be opened.
     #[error(transparent)]
     Fatal(SettingsError),
+    /// The client's working directory was deleted: git's own message (`strerror(ENOENT)`).
+    #[error("Unable to read current working directory: No such file or directory")]
+    DirectoryGone,
 }

@@ -14,7 +14,7 @@ use super::route::Plan;
 use crate::config::parameters;
 use crate::git_compat::strerror::strerror;
 use crate::wire::client::{self, ClientError};
-use crate::wire::protocol::Reply;
+use crate::wire::protocol::{CLIENT_ENV, Reply};
 
 #[derive(Debug, thiserror::Error)]
 pub(super) enum AnswerError {
@@ -49,14 +49,16 @@ pub(super) fn answer(plan: &Plan) -> Answered {
     if plan.is_cat_file() {
         stream_args.insert(0, plan.command.as_bytes().to_vec());
     }
-    // A daemon reads its own repository with its own settings: only a command line whose global options change
-    // neither (a `-C` aside: the daemon works in the client's directory) goes there.
+    // A daemon reads its own settings: only a command line whose global options change none of them goes there.
+    // Those that say which repository and work tree (`-C`, `--git-dir`, `--bare`, `--work-tree`,
+    // `--no-replace-objects`) go with the stream, so that the daemon finds the repository git would.
     let daemon_can_answer = !plan.inherits_config
-        && plan.steps.iter().all(|step| matches!(step, Step::Chdir(_)))
+        && plan.steps.iter().all(goes_to_the_daemon)
         && std::env::var_os("GIT_INDEX_FILE").is_none_or(|file| file.is_empty());
     if let Some(socket) = std::env::var_os("CAT_BLOBD_SOCKET").filter(|socket| !socket.is_empty() && daemon_can_answer)
     {
-        match client::connect(&PathBuf::from(socket), None, stream_args.clone()) {
+        let var = |name: &str| env.get(OsStr::new(name)).cloned().or_else(|| std::env::var_os(name));
+        match client::connect_with_env(&PathBuf::from(socket), None, stream_args.clone(), &var) {
             // Not a repository this daemon serves (a `--root` daemon, a repository outside its root): nothing was
             // touched, the command is answered here.
             Ok(Reply::Elsewhere(_)) => {}
@@ -76,6 +78,16 @@ pub(super) fn answer(plan: &Plan) -> Answered {
         .envs(env)
         .exec();
     Answered::Failed(AnswerError::Exec(err))
+}
+
+/// Whether a daemon answers as git would after `step`: it changes only the directory and the variables that a
+/// connect hello carries ([`CLIENT_ENV`]).
+fn goes_to_the_daemon(step: &Step) -> bool {
+    match step {
+        Step::Chdir(_) | Step::GitDirFromCwd => true,
+        Step::Set(name, _) => CLIENT_ENV.contains(name),
+        Step::Config(..) => false,
+    }
 }
 
 /// Applies `steps` in order: `chdir`s now, and the environment variables they set, returned. `None` (with the

@@ -113,6 +113,10 @@ pub enum PackError {
     Midx(MidxError),
     #[error("cannot open pack: {0}")]
     Open(gix_error::Error),
+    /// The `.pack` file is not there (removed by a repack, or with its repository, after its `.idx` was listed):
+    /// git's `is_pack_valid` fails and its objects are not found in it.
+    #[error("cannot open pack: {0}")]
+    Gone(gix_error::Error),
     #[error("pack has {pack} objects but its index lists {index}")]
     CountMismatch { pack: u32, index: u32 },
     #[error("pack does not match its index (checksum differs: truncated or replaced?)")]

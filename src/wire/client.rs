@@ -1,5 +1,6 @@
 //! The client side: `cat-blobd connect` hands this process's stdin, stdout, stderr, other low fds and working
 //! directory to the daemon and waits for the stream's exit status; `cat-blobd stats` asks for the counters.
+use std::ffi::OsString;
 use std::io::{self, IoSlice, Read};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -55,6 +56,17 @@ pub enum ClientError {
 /// stream's command line (see [`Hello::args`]). The process listening there must run as this process's uid or
 /// root, or `server_uid`: it gets this process's stdin, stdout, stderr and working directory.
 pub fn connect(socket: &Path, server_uid: Option<u32>, args: Vec<Vec<u8>>) -> Result<Reply, ClientError> {
+    connect_with_env(socket, server_uid, args, &|name| std::env::var_os(name))
+}
+
+/// [`connect`], with the client's [`CLIENT_ENV`] variables read through `var` (the shim's, after git's global
+/// options such as `--git-dir` set them for the command it answers).
+pub fn connect_with_env(
+    socket: &Path,
+    server_uid: Option<u32>,
+    args: Vec<Vec<u8>>,
+    var: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<Reply, ClientError> {
     let io_error = |source: io::Error| ClientError::Io { path: socket.to_owned(), source };
     // Look at the inherited fds before this process opens any of its own (the socket would take the lowest free
     // number, and must not be mistaken for the frontend's fd).
@@ -80,7 +92,7 @@ pub fn connect(socket: &Path, server_uid: Option<u32>, args: Vec<Vec<u8>>) -> Re
     let stream =
         UnixStream::connect(socket).map_err(|source| ClientError::Connect { path: socket.to_owned(), source })?;
     check_server(&stream, socket, server_uid)?;
-    let hello = Hello { fd_numbers, umask: current_umask(), args, env: client_env() }.encode();
+    let hello = Hello { fd_numbers, umask: current_umask(), args, env: client_env(var) }.encode();
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     let pushed = control.push(SendAncillaryMessage::ScmRights(&fds));
@@ -119,11 +131,11 @@ pub fn exit_status(reply: Reply) -> u8 {
 }
 
 /// The client's [`CLIENT_ENV`] variables that are set, as a hello carries them.
-fn client_env() -> Vec<Vec<u8>> {
+fn client_env(var: &dyn Fn(&str) -> Option<OsString>) -> Vec<Vec<u8>> {
     CLIENT_ENV
         .iter()
         .filter_map(|name| {
-            let value = std::env::var_os(name)?;
+            let value = var(name)?;
             Some([name.as_bytes(), b"=", value.as_bytes()].concat())
         })
         .collect()

@@ -69,8 +69,9 @@ pub const MAX_ARGS: usize = 4096;
 pub const MAX_ARG_BYTES: usize = 1 << 20;
 /// The fd number that stands for the client's working directory (an `O_PATH` directory fd).
 pub const CWD_FD: i32 = -1;
-/// The client's environment variables a hello carries: those with which git finds a repository and its objects.
-pub const CLIENT_ENV: [&str; 8] = [
+/// The client's environment variables a hello carries: those with which git finds a repository and its objects,
+/// and its work tree (whose `.mailmap` `--use-mailmap` reads; `git --bare` sets `GIT_IMPLICIT_WORK_TREE`).
+pub const CLIENT_ENV: [&str; 10] = [
     "GIT_DIR",
     "GIT_COMMON_DIR",
     "GIT_OBJECT_DIRECTORY",
@@ -79,6 +80,8 @@ pub const CLIENT_ENV: [&str; 8] = [
     "GIT_DISCOVERY_ACROSS_FILESYSTEM",
     "GIT_NO_REPLACE_OBJECTS",
     "GIT_REPLACE_REF_BASE",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
 ];
 /// SIGPIPE's number, the one signal a reply may name.
 pub const SIGPIPE: i32 = 13;
@@ -427,8 +430,9 @@ mod tests {
         assert_eq!(Hello::decode(&many), Err(ProtocolError::TooManyArgs(u64::from(u32::MAX))));
         let long = [&[0u8][..], &0o22u32.to_le_bytes(), &1u32.to_le_bytes(), &u32::MAX.to_le_bytes()].concat();
         assert_eq!(Hello::decode(&long), Err(ProtocolError::ArgsTooLong));
-        let vars = [&[0u8][..], &0o22u32.to_le_bytes(), &0u32.to_le_bytes(), &9u32.to_le_bytes()].concat();
-        assert_eq!(Hello::decode(&vars), Err(ProtocolError::TooManyVars(9)));
+        let over = CLIENT_ENV.len() as u32 + 1;
+        let vars = [&[0u8][..], &0o22u32.to_le_bytes(), &0u32.to_le_bytes(), &over.to_le_bytes()].concat();
+        assert_eq!(Hello::decode(&vars), Err(ProtocolError::TooManyVars(u64::from(over))));
     }
 
     /// A 1 MiB hello fed one byte at a time: each call parses only what is new. (Re-parsing from the start on

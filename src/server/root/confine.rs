@@ -79,16 +79,7 @@ impl Root {
     /// Resolves the absolute `path` beneath the root: `Ok(None)` if nothing is there, an error if it is (or leads)
     /// outside the root.
     pub(crate) fn resolve(&self, path: &Path) -> Result<Option<Beneath>, ConfineError> {
-        let relative = path.strip_prefix(&self.path).map_err(|_| self.outside(path))?;
-        let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
-        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-        let fd = match rustix::fs::openat2(&self.dir, relative, OFlags::PATH | OFlags::CLOEXEC, Mode::empty(), resolve)
-        {
-            Ok(fd) => fd,
-            Err(Errno::XDEV) => return Err(self.outside(path)),
-            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => return Ok(None),
-            Err(err) => return Err(ConfineError::Io { path: path.to_owned(), source: err.into() }),
-        };
+        let Some(fd) = self.open_beneath(path, OFlags::PATH)? else { return Ok(None) };
         let real = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
             .map_err(|source| ConfineError::Io { path: path.to_owned(), source })?;
         // The kernel kept the walk beneath the root; its result lies there too, unless the root itself moved.
@@ -98,12 +89,35 @@ impl Root {
         Ok(Some(Beneath { path: real, fd }))
     }
 
+    /// Opens `path` beneath the root with `flags`: `Ok(None)` if nothing is there, an error if it is (or leads)
+    /// outside the root.
+    fn open_beneath(&self, path: &Path, flags: OFlags) -> Result<Option<OwnedFd>, ConfineError> {
+        let relative = path.strip_prefix(&self.path).map_err(|_| self.outside(path))?;
+        let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        match rustix::fs::openat2(&self.dir, relative, flags | OFlags::CLOEXEC, Mode::empty(), resolve) {
+            Ok(fd) => Ok(Some(fd)),
+            Err(Errno::XDEV) => Err(self.outside(path)),
+            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => Ok(None),
+            Err(err) => Err(ConfineError::Io { path: path.to_owned(), source: err.into() }),
+        }
+    }
+
+    /// Whether something is at `path` beneath the root (git's `is_git_directory` asks only that): the walk of
+    /// [`Root::resolve`] without reading back the real path, a `readlink` of `/proc` per call that every
+    /// connection would pay several times.
+    pub(crate) fn exists(&self, path: &Path) -> Result<bool, ConfineError> {
+        Ok(self.open_beneath(path, OFlags::PATH)?.is_some())
+    }
+
     /// Reads the small file at `path` (a `.git` file, `commondir`, `objects/info/alternates`) beneath the root:
-    /// `Ok(None)` if there is none.
+    /// `Ok(None)` if there is none. Opened for reading in the same walk (not blocking on a FIFO someone put
+    /// there).
     pub(crate) fn read(&self, path: &Path) -> Result<Option<Vec<u8>>, ConfineError> {
-        let Some(found) = self.resolve(path)? else { return Ok(None) };
-        match std::fs::read(format!("/proc/self/fd/{}", found.fd.as_raw_fd())) {
-            Ok(bytes) => Ok(Some(bytes)),
+        let Some(fd) = self.open_beneath(path, OFlags::RDONLY | OFlags::NONBLOCK)? else { return Ok(None) };
+        let mut bytes = Vec::new();
+        match io::Read::read_to_end(&mut std::fs::File::from(fd), &mut bytes) {
+            Ok(_) => Ok(Some(bytes)),
             Err(err) if err.kind() == io::ErrorKind::IsADirectory => Ok(None),
             Err(source) => Err(ConfineError::Io { path: path.to_owned(), source }),
         }

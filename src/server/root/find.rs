@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::confine::{Beneath, ConfineError, Root};
 use crate::fatal::Bytes;
-use crate::repo::{Environment, RepoError, Repository};
+use crate::repo::{self, Environment, RepoError};
 use crate::wire::protocol::Hello;
 
 /// git stops following alternates deeper than this (`link_alt_odb_entries`).
@@ -23,6 +23,9 @@ pub(crate) enum FindError {
     NotFound { path: PathBuf, root: PathBuf },
     #[error("not a git repository: '{}'", Bytes(.0.as_os_str().as_bytes()))]
     NotARepository(PathBuf),
+    /// A single-repository daemon's client names another repository.
+    #[error("'{}' is not the repository this daemon serves", Bytes(.0.as_os_str().as_bytes()))]
+    NotServed(PathBuf),
     #[error("the client passed no working directory, and no absolute GIT_DIR")]
     NoDirectory,
     #[error("'{}' is not readable by uid {uid}", Bytes(.path.as_os_str().as_bytes()))]
@@ -31,9 +34,12 @@ pub(crate) enum FindError {
     Repository(#[from] RepoError),
 }
 
-/// A client's repository, and the environment it is read with.
+/// A client's repository (where it is: its configuration is read only when the pool opens it), and the
+/// environment it is read with.
 pub(crate) struct Found {
-    pub repo: Repository,
+    pub git_dir: PathBuf,
+    pub common_dir: PathBuf,
+    pub objects_dir: PathBuf,
     pub env: Environment,
 }
 
@@ -58,9 +64,10 @@ pub(crate) fn find(root: &Root, client: &Client<'_>) -> Result<Found, FindError>
         }
         None => walk_up(root, client)?,
     };
-    let repo = Repository::at(git_dir.path.clone(), &env)?;
-    confine_repository(root, &repo, &env, client)?;
-    Ok(Found { repo, env })
+    let (common_dir, objects_dir) = repo::layout(&git_dir.path, &env);
+    let found = Found { git_dir: git_dir.path.clone(), common_dir, objects_dir, env };
+    confine_repository(root, &found, git_dir, client)?;
+    Ok(found)
 }
 
 /// The environment the repository is read with: the client's variables that select it and its objects, the
@@ -73,6 +80,12 @@ fn environment(client: &Client<'_>) -> Environment {
         alternate_object_directories: var("GIT_ALTERNATE_OBJECT_DIRECTORIES"),
         no_replace_objects: var("GIT_NO_REPLACE_OBJECTS").is_some(),
         replace_ref_base: var("GIT_REPLACE_REF_BASE"),
+        // The client's work tree, never the daemon's (relative to the client's directory, as git reads it there).
+        work_tree: var("GIT_WORK_TREE").filter(|dir| !dir.is_empty()).map(|dir| match &client.cwd {
+            Some(cwd) => cwd.join(dir),
+            None => PathBuf::from(dir),
+        }),
+        implicit_work_tree: var("GIT_IMPLICIT_WORK_TREE"),
         ..Environment::from_process()
     }
 }
@@ -91,6 +104,8 @@ fn walk_up(root: &Root, client: &Client<'_>) -> Result<Beneath, FindError> {
     let ceilings = ceilings(client);
     let start = root.resolve(cwd)?.ok_or_else(|| FindError::NotARepository(cwd.clone()))?;
     let mut dir = start.path.clone();
+    // The client's own directory is resolved already: each step up resolves its parent once.
+    let mut resolved = Some(start);
     loop {
         if let Some(dot_git) = root.resolve(&dir.join(".git"))?
             && let Some(git_dir) = follow_gitfile(root, dot_git)?
@@ -98,7 +113,11 @@ fn walk_up(root: &Root, client: &Client<'_>) -> Result<Beneath, FindError> {
         {
             return Ok(git_dir);
         }
-        if let Some(here) = root.resolve(&dir)?
+        let here = match resolved.take() {
+            Some(here) => Some(here),
+            None => root.resolve(&dir)?,
+        };
+        if let Some(here) = here
             && is_git_dir(root, &here)
         {
             return Ok(here);
@@ -142,19 +161,20 @@ fn is_git_dir(root: &Root, dir: &Beneath) -> bool {
         Ok(None) => dir.path.clone(),
         Err(_) => return false,
     };
-    let exists = |path: PathBuf| matches!(root.resolve(&path), Ok(Some(_)));
+    let exists = |path: PathBuf| matches!(root.exists(&path), Ok(true));
     exists(dir.path.join("HEAD")) && exists(common.join("objects")) && exists(common.join("refs"))
 }
 
 /// Checks that every directory `repo` reads lies beneath the root (its common directory, its object directory,
 /// every alternate, recursively), and that a client of another uid may read them.
-fn confine_repository(root: &Root, repo: &Repository, env: &Environment, client: &Client<'_>) -> Result<(), FindError> {
-    let mut dirs = Vec::new();
-    for dir in [&repo.git_dir, &repo.common_dir] {
-        dirs.push(root.resolve(dir)?.ok_or_else(|| FindError::NotARepository(dir.clone()))?);
+fn confine_repository(root: &Root, repo: &Found, git_dir: Beneath, client: &Client<'_>) -> Result<(), FindError> {
+    let mut dirs = vec![git_dir];
+    if repo.common_dir != repo.git_dir {
+        let common = &repo.common_dir;
+        dirs.push(root.resolve(common)?.ok_or_else(|| FindError::NotARepository(common.clone()))?);
     }
     let mut queue = vec![(absolute(client, &repo.objects_dir)?, 0)];
-    if let Some(list) = &env.alternate_object_directories {
+    if let Some(list) = &repo.env.alternate_object_directories {
         for entry in list.as_bytes().split(|&b| b == b':').filter(|entry| !entry.is_empty()) {
             queue.push((absolute(client, Path::new(OsStr::from_bytes(entry)))?, 1));
         }

@@ -13,4 +13,4 @@ mod pool;
 
 pub(crate) use confine::Root;
 pub(crate) use find::{Client, FindError, find};
-pub(crate) use pool::{Lease, Pool, PoolLimits};
+pub(crate) use pool::{Lease, LeaseError, Pool, PoolLimits};

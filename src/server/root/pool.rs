@@ -9,15 +9,25 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::confine::Root;
 use super::find::Found;
 use crate::cli::Cli;
 use crate::fast_import::SessionConfig;
-use crate::repo::Repository;
+use crate::repo::{ConfigStamp, RepoError, Repository};
 use crate::settings::{self, Assembled, SettingsError, Use};
 use crate::store::Store;
+
+/// Why a repository could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LeaseError {
+    /// Its configuration cannot be read: the client may answer itself, and says why as git would.
+    #[error(transparent)]
+    Repository(RepoError),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+}
 
 /// What bounds the pool.
 #[derive(Debug, Clone, Copy)]
@@ -51,6 +61,9 @@ struct Key {
     alternates: Option<OsString>,
     no_replace: bool,
     replace_base: Option<OsString>,
+    /// The work tree changes which `.mailmap` the repository's settings name.
+    work_tree: Option<PathBuf>,
+    implicit_work_tree: Option<OsString>,
 }
 
 /// The git directory's and object directory's inodes: a repository deleted, renamed over or re-created since it
@@ -63,6 +76,8 @@ pub(crate) struct Open {
     pub store: Store,
     pub session: SessionConfig,
     identity: Identity,
+    /// Its configuration files as they were when it was opened.
+    config: ConfigStamp,
     clients: AtomicU64,
     last_used: Mutex<Instant>,
     /// Bytes of the index files mapped when it was opened.
@@ -100,11 +115,17 @@ impl Open {
 /// A client's hold on an open repository: while it lives, the repository is not closed.
 pub(crate) struct Lease {
     open: Arc<Open>,
+    /// How long opening the repository took, when this client's lease opened it.
+    opened_in: Option<Duration>,
 }
 
 impl Lease {
     pub(crate) fn open(&self) -> &Open {
         &self.open
+    }
+
+    pub(crate) fn opened_in(&self) -> Option<Duration> {
+        self.opened_in
     }
 
     /// Counts a stream's work.
@@ -178,20 +199,25 @@ impl Pool {
 
     /// The open repository `found` names (opened now if it is not, or if it changed on disk since), held for a
     /// client.
-    pub(crate) fn lease(&self, found: Found) -> Result<Lease, SettingsError> {
+    pub(crate) fn lease(&self, found: Found) -> Result<Lease, LeaseError> {
         let key = Key {
-            git_dir: found.repo.git_dir.clone(),
-            objects_dir: found.repo.objects_dir.clone(),
+            git_dir: found.git_dir.clone(),
+            objects_dir: found.objects_dir.clone(),
             alternates: found.env.alternate_object_directories.clone(),
             no_replace: found.env.no_replace_objects,
             replace_base: found.env.replace_ref_base.clone(),
+            work_tree: found.env.work_tree.clone(),
+            implicit_work_tree: found.env.implicit_work_tree.clone(),
         };
-        let identity = identity(&found.repo);
+        let identity = identity(&found.git_dir, &found.objects_dir);
         if let Some(lease) = self.existing(&key, identity) {
             return Ok(lease);
         }
+        let started = Instant::now();
+        let repo = Repository::at(found.git_dir, &found.env).map_err(LeaseError::Repository)?;
+        let config = ConfigStamp::of(&repo.config_files);
         let Assembled { repo, store, stream: mut session } =
-            settings::assemble_for(found.repo, &self.cli, &found.env, Use::Daemon)?;
+            settings::assemble_for(repo, &self.cli, &found.env, Use::Daemon)?;
         if !self.allow_writes {
             session.write_through = None;
         }
@@ -200,7 +226,7 @@ impl Pool {
         if let Some(open) = inner.open.get(&key).filter(|open| open.identity == identity) {
             // Another client opened it meanwhile: ours goes.
             self.reused.fetch_add(1, Ordering::Relaxed);
-            return Ok(hold(open));
+            return Ok(hold(open, None));
         }
         let stats = Arc::clone(inner.stats.entry(key.git_dir.clone()).or_default());
         stats.opens.fetch_add(1, Ordering::Relaxed);
@@ -209,12 +235,13 @@ impl Pool {
             store,
             session,
             identity,
+            config,
             clients: AtomicU64::new(0),
             last_used: Mutex::new(Instant::now()),
             map_bytes,
             stats,
         });
-        let lease = hold(&open);
+        let lease = hold(&open, Some(started.elapsed()));
         inner.open.insert(key, open);
         self.opened.fetch_add(1, Ordering::Relaxed);
         let closed = self.evict(&mut inner);
@@ -224,15 +251,23 @@ impl Pool {
         Ok(lease)
     }
 
-    /// The open repository at `key`, if it is still the one on disk.
+    /// The open repository at `key`, if it is still the one on disk with the configuration it was opened with.
+    /// Its configuration files are looked at (a `stat` each) outside the pool's lock, not read.
     fn existing(&self, key: &Key, identity: Identity) -> Option<Lease> {
+        let open = Arc::clone(self.inner().open.get(key)?);
+        let current = open.identity == identity && ConfigStamp::of(&open.repo.config_files) == open.config;
         let mut inner = self.inner();
-        let open = inner.open.get(key)?;
-        if open.identity == identity {
-            self.reused.fetch_add(1, Ordering::Relaxed);
-            return Some(hold(open));
+        // Held under the lock, as eviction looks for repositories without clients under it; if another client
+        // replaced or closed it meanwhile, this one opens (or finds) the one there now.
+        if !inner.open.get(key).is_some_and(|now| Arc::ptr_eq(now, &open)) {
+            return None;
         }
-        // Deleted, renamed over or re-created: its clients keep the one they have; the next opens anew.
+        if current {
+            self.reused.fetch_add(1, Ordering::Relaxed);
+            return Some(hold(&open, None));
+        }
+        // Deleted, renamed over, re-created or reconfigured: its clients keep the one they have; the next opens
+        // anew.
         let gone = inner.open.remove(key)?;
         gone.close();
         None
@@ -300,15 +335,15 @@ impl Pool {
     }
 }
 
-fn hold(open: &Arc<Open>) -> Lease {
+fn hold(open: &Arc<Open>, opened_in: Option<Duration>) -> Lease {
     open.clients.fetch_add(1, Ordering::SeqCst);
     open.stats.clients.fetch_add(1, Ordering::Relaxed);
-    Lease { open: Arc::clone(open) }
+    Lease { open: Arc::clone(open), opened_in }
 }
 
-fn identity(repo: &Repository) -> Identity {
+fn identity(git_dir: &Path, objects_dir: &Path) -> Identity {
     let of = |path: &Path| std::fs::metadata(path).map_or((0, 0), |meta| (meta.dev(), meta.ino()));
-    [of(&repo.git_dir), of(&repo.objects_dir)]
+    [of(git_dir), of(objects_dir)]
 }
 
 /// Bytes of the pack indexes and multi-pack-index in `objects_dir`: what opening the repository maps and what its

@@ -101,7 +101,13 @@ impl Pack {
     /// open (`open_packed_git`): the object count and the checksum.
     fn mapped(&self) -> &Result<gix_pack::data::File, Arc<PackError>> {
         self.data.get_or_init(|| {
-            let data = gix_pack::data::File::at(&self.pack_path, self.hash).map_err(PackError::Open)?;
+            let data = gix_pack::data::File::at(&self.pack_path, self.hash).map_err(|err| {
+                // Damage (a bad header) is an error; a file that is not there is a pack that is gone.
+                match std::fs::symlink_metadata(&self.pack_path) {
+                    Err(gone) if gone.kind() == std::io::ErrorKind::NotFound => PackError::Gone(err),
+                    _ => PackError::Open(err),
+                }
+            })?;
             if data.num_objects() != self.index.num_objects() {
                 let (pack, index) = (data.num_objects(), self.index.num_objects());
                 return Err(Arc::new(PackError::CountMismatch { pack, index }));
@@ -132,7 +138,12 @@ impl Pack {
     /// Whether the pack file could not be opened at all (deleted since its index was listed); maps it if no read
     /// did yet.
     pub(in crate::store) fn is_gone(&self) -> bool {
-        matches!(self.mapped().as_ref().err().map(|why| &**why), Some(PackError::Open(_)))
+        matches!(self.mapped().as_ref().err().map(|why| &**why), Some(PackError::Gone(_)))
+    }
+
+    /// Whether a read already found the pack file gone (maps nothing).
+    pub(in crate::store) fn was_found_gone(&self) -> bool {
+        matches!(self.data.get().and_then(|data| data.as_ref().err()).map(|why| &**why), Some(PackError::Gone(_)))
     }
 
     pub(in crate::store) fn index_path(&self) -> PathBuf {
@@ -439,7 +450,7 @@ mod tests {
         assert!(matches!(*unusable(&open(&path)), PackError::CountMismatch { pack: 1, index: 2 }));
 
         std::fs::remove_file(&path).expect("remove");
-        assert!(matches!(*unusable(&open(&path)), PackError::Open(_)));
+        assert!(matches!(*unusable(&open(&path)), PackError::Gone(_)), "a pack that is not there is gone");
 
         std::fs::write(path.with_extension("idx"), b"not an index").expect("write");
         let refused = Pack::open(&path.with_extension("idx"), 7, SHA1).map(|_| ());

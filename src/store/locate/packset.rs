@@ -16,7 +16,7 @@ use gix_hash::oid;
 
 use super::midx::{self, Hit, MidxLayer, PackOpener};
 use super::pack::Pack;
-use crate::store::PackError;
+use crate::store::{IndexError, PackError};
 
 #[derive(Default)]
 pub(in crate::store) struct PackSet {
@@ -54,9 +54,18 @@ impl Listed {
         self.opened.get()?.as_ref().ok()
     }
 
-    /// Whether its index was tried and could not be used.
+    /// Whether its index was tried and could not be used, or its pack file was found gone: a rescan lists it
+    /// afresh, as git's `is_pack_valid` tries a pack again at each lookup.
     fn failed(&self) -> bool {
-        self.opened.get().is_some_and(Result::is_err)
+        self.opened
+            .get()
+            .is_some_and(|opened| opened.as_ref().is_ok_and(|pack| pack.was_found_gone()) || opened.is_err())
+    }
+
+    /// Whether its index file was gone when a lookup reached it (deleted since the listing, by a `git repack`
+    /// or with its repository): git's `open_pack_index` fails and the object is not found there, with no message.
+    fn index_gone(&self) -> bool {
+        matches!(self.opened.get(), Some(Err(why)) if matches!(&**why, PackError::Index(IndexError::Open { source, .. }) if source.kind() == std::io::ErrorKind::NotFound))
     }
 }
 
@@ -79,7 +88,11 @@ impl PackSet {
             Hit::At(pack, offset) => Some(Copy::At(pack, offset)),
             Hit::Damaged(err) => Some(Copy::Damaged(layer.path().to_owned(), Arc::new(PackError::Midx(err)))),
         });
+        // A pack whose `.pack` file is gone while its `.idx` remains (removed mid-repack, or with its repository)
+        // does not have the object: git's `fill_pack_entry` checks `is_pack_valid`, which opens the pack, and
+        // looks on in the next pack.
         let in_packs = self.uncovered_packs(opener).filter_map(move |pack| match pack.lookup(id)? {
+            Ok(_) if pack.is_gone() => None,
             Ok(offset) => Some(Copy::At(pack, offset)),
             Err(err) => Some(Copy::Damaged(pack.index_path(), Arc::new(PackError::Index(err)))),
         });
@@ -124,6 +137,7 @@ impl PackSet {
     ) -> impl Iterator<Item = (PathBuf, Arc<PackError>)> + 'a {
         self.packs.iter().filter_map(move |listed| match listed.open(opener) {
             Ok(_) => None,
+            Err(_) if listed.index_gone() => None,
             Err(why) => Some((listed.idx_path.clone(), Arc::clone(why))),
         })
     }
@@ -188,12 +202,12 @@ impl PackSet {
             }
         }
         // Packs whose files are gone (or that a new midx covers) stay mapped and readable if they were opened;
-        // one that was only listed is dropped.
+        // one that was only listed, or whose pack file a read found gone, is dropped.
         for listed in &current.packs {
             if !next.packs.iter().any(|p| Arc::ptr_eq(p, listed)) {
                 match listed.opened() {
-                    Some(_) => next.packs.push(Arc::clone(listed)),
-                    None => changed = true,
+                    Some(pack) if !pack.was_found_gone() => next.packs.push(Arc::clone(listed)),
+                    _ => changed = true,
                 }
             }
         }
