@@ -245,7 +245,8 @@ impl Store {
     }
 
     /// Applies the deltas of `walk` on `base`, the deepest first, and returns the last result: the object asked
-    /// for. Once it is built, the cache may let its base go and keep it ([`CachePolicy`]).
+    /// for. Results on the way up are kept as [`CachePolicy::link`] says; once the object is built, the cache may
+    /// let its base go and keep it ([`CachePolicy`]).
     fn apply_chain(
         &self,
         id: &oid,
@@ -257,16 +258,25 @@ impl Store {
         let Base { object: Object { kind, data: base_data }, entry: mut below, cached } = base;
         let keep_deltas = CachePolicy::deltas(cached);
         let mut served_from = None;
-        // The results on the way up are plain buffers; only the last becomes shared `Data`.
-        let mut built: Option<Vec<u8>> = None;
-        for link in walk.links.iter().rev() {
+        // The results on the way up are plain buffers; only those kept and the last become shared `Data`.
+        let (mut shared, mut built): (Data, Option<Vec<u8>>) = (base_data, None);
+        let last = walk.links.len();
+        for (depth, link) in (1..).zip(walk.links.iter().rev()) {
             let pack = &walk.packs[link.pack];
-            let below_data = built.as_deref().unwrap_or(&base_data);
+            let below_data = built.as_deref().unwrap_or(&shared);
             let result = self.apply_link(pack, link, below_data, keep_deltas, resolver, budget);
-            built = Some(result.map_err(|d| damaged(id, pack, link.offset, d))?);
+            let result = result.map_err(|d| damaged(id, pack, link.offset, d))?;
             served_from = Some(below.replace((link.pack, link.offset)));
+            let keep = CachePolicy::link(kind, depth);
+            if keep != Keep::No && depth < last {
+                shared = Data::new(result);
+                resolver.cache.keep(pack.key(link.offset), &Object { kind, data: shared.clone() }, keep);
+                built = None;
+            } else {
+                built = Some(result);
+            }
         }
-        let object = Object { kind, data: built.map_or(base_data, Data::new) };
+        let object = Object { kind, data: built.map_or(shared, Data::new) };
         if let Some(base) = served_from {
             if let Some((at, offset)) = base
                 && CachePolicy::release_base(!walk.packs[at].delta_built_from(offset))
@@ -275,7 +285,8 @@ impl Store {
             }
             let (at, offset) = below.expect("the object asked for is a pack entry");
             let pack = &walk.packs[at];
-            resolver.cache.keep(pack.key(offset), &object, CachePolicy::served(pack.is_delta_base(offset)));
+            let keep = CachePolicy::served(pack.is_delta_base(offset)).max(CachePolicy::link(kind, last));
+            resolver.cache.keep(pack.key(offset), &object, keep);
         }
         Ok(object)
     }
@@ -316,7 +327,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::testpack::{Objects, Stored, chain, delta, object_id};
+    use crate::store::testpack::{Objects, Stored, chain, chain_of, delta, object_id};
     use crate::store::{Kind, ObjectId};
 
     const SHA1: gix_hash::Kind = gix_hash::Kind::Sha1;
@@ -395,6 +406,34 @@ mod tests {
         let inflated = cache.inflated_bytes();
         assert_eq!(read(&store, &entries[3].0, resolver), contents[3]);
         assert_eq!(cache.inflated_bytes(), inflated, "a walk from a cached root kept its deltas");
+    }
+
+    /// A chain of trees keeps every 4th result of a walk (counted from the root) besides the root, so that the
+    /// next read of a neighbouring version applies at most 4 deltas; a chain of blobs keeps only its root.
+    #[test]
+    fn a_cold_read_of_a_tree_keeps_every_fourth_link_of_its_chain() {
+        let contents = versions("v", 11);
+        for (kind, expected) in [(Kind::Tree, &[0, 4, 8][..]), (Kind::Blob, &[0][..])] {
+            let objects = Objects::new();
+            let entries = chain_of(kind, &slices(&contents), true);
+            let (_, offsets) = objects.add_pack("a", &entries);
+            let store = open(&objects);
+            let pack = &packs(&store)[0];
+            let resolver = &mut Resolver::new(1 << 20);
+            let cache = resolver.cache().clone();
+            let object = store.read(&entries[10].0, resolver).expect("intact").expect("present");
+            assert_eq!((object.kind, object.data.to_vec()), (kind, contents[10].clone()));
+            let kept: Vec<usize> = (0..=10).filter(|&k| cache.get(pack.key(offsets[k])).is_some()).collect();
+            assert_eq!(kept, expected, "{kind}");
+            if kind == Kind::Tree {
+                // The next read of a version above the last kept link applies only the deltas above it.
+                let inflated = cache.inflated_bytes();
+                let object = store.read(&entries[9].0, resolver).expect("intact").expect("present");
+                assert_eq!(object.data.to_vec(), contents[9]);
+                let Stored::Ofs(_, delta) = &entries[9].1 else { panic!("a delta") };
+                assert_eq!(cache.inflated_bytes() - inflated, delta.len() as u64, "one delta, on the kept 8th");
+            }
+        }
     }
 
     /// Pack order: a whole object, then the delta built on it. The whole object asked for by itself is not kept
