@@ -258,24 +258,31 @@ impl Store {
         let Base { object: Object { kind, data: base_data }, entry: mut below, cached } = base;
         let keep_deltas = CachePolicy::deltas(cached);
         let mut served_from = None;
-        // The results on the way up are plain buffers; only those kept and the last become shared `Data`.
+        // The result below the next link: shared `Data` (the base, or a kept result), or a plain buffer.
         let (mut shared, mut built): (Data, Option<Vec<u8>>) = (base_data, None);
+        let mut spare = std::mem::take(&mut resolver.scratch.result);
         let last = walk.links.len();
         for (depth, link) in (1..).zip(walk.links.iter().rev()) {
             let pack = &walk.packs[link.pack];
+            let keep = if depth < last { CachePolicy::link(kind, depth) } else { Keep::No };
+            // A result that leaves the walk (kept, or the object asked for) gets an allocation of its own size;
+            // the others reuse the buffer of the result before last.
+            let mut out = if depth == last || keep != Keep::No { Vec::new() } else { std::mem::take(&mut spare) };
             let below_data = built.as_deref().unwrap_or(&shared);
-            let result = self.apply_link(pack, link, below_data, keep_deltas, resolver, budget);
-            let result = result.map_err(|d| damaged(id, pack, link.offset, d))?;
+            let applied = self.apply_link(pack, link, below_data, keep_deltas, &mut out, resolver, budget);
+            applied.map_err(|d| damaged(id, pack, link.offset, d))?;
             served_from = Some(below.replace((link.pack, link.offset)));
-            let keep = CachePolicy::link(kind, depth);
-            if keep != Keep::No && depth < last {
-                shared = Data::new(result);
-                resolver.cache.keep(pack.key(link.offset), &Object { kind, data: shared.clone() }, keep);
-                built = None;
+            if let Some(previous) = built.take() {
+                spare = previous;
+            }
+            if keep == Keep::No {
+                built = Some(out);
             } else {
-                built = Some(result);
+                shared = Data::new(out);
+                resolver.cache.keep(pack.key(link.offset), &Object { kind, data: shared.clone() }, keep);
             }
         }
+        resolver.scratch.put_result(spare);
         let object = Object { kind, data: built.map_or(shared, Data::new) };
         if let Some(base) = served_from {
             if let Some((at, offset)) = base
@@ -291,36 +298,73 @@ impl Store {
         Ok(object)
     }
 
-    /// Applies one delta entry to `base`, the delta inflated or taken from the cache of inflated deltas (and
-    /// put there if `keep_delta`).
+    /// Applies one delta entry to `base` into `out`, the delta inflated (into the resolver's scratch buffer,
+    /// unless `keep_delta` puts it in the cache of inflated deltas) or taken from that cache.
+    #[allow(clippy::too_many_arguments)]
     fn apply_link(
         &self,
         pack: &Pack,
         link: &Link,
         base: &[u8],
         keep_delta: bool,
+        out: &mut Vec<u8>,
         resolver: &mut Resolver,
         budget: &mut ChainBudget,
-    ) -> Result<Vec<u8>, Damage> {
+    ) -> Result<(), Damage> {
         budget.charge(link.entry.decompressed_size)?;
         let key = pack.key(link.offset);
-        // Shared (`Data`) only if the cache has it or will keep it: a plain buffer otherwise, one allocation less.
-        let (cached, inflated) = match resolver.cache.get_delta(key) {
-            Some(delta) => (Some(delta), Vec::new()),
-            None => {
-                let delta = pack.inflate(&link.entry, &mut resolver.inflater, budget.object_limit)?;
-                resolver.cache.count_inflated(delta.len());
-                (None, delta)
+        let limit = budget.object_limit;
+        let cached = resolver.cache.get_delta(key);
+        let kept = match (&cached, keep_delta) {
+            (Some(_), _) => None,
+            (None, true) => Some(pack.inflate(&link.entry, &mut resolver.inflater, limit)?),
+            (None, false) => {
+                let scratch = &mut resolver.scratch.delta;
+                pack.inflate_into(&link.entry, &mut resolver.inflater, limit, scratch)?;
+                None
             }
         };
-        let delta = cached.as_deref().unwrap_or(&inflated);
+        let delta = match (&cached, &kept) {
+            (Some(delta), _) => &delta[..],
+            (None, Some(delta)) => &delta[..],
+            (None, None) => &resolver.scratch.delta[..],
+        };
+        if cached.is_none() {
+            resolver.cache.count_inflated(delta.len());
+        }
         // Counted before the result is allocated.
         budget.charge(delta::result_size(delta)?)?;
-        let result = delta::apply(base, delta, budget.object_limit)?;
-        if keep_delta && cached.is_none() {
-            resolver.cache.put_delta(key, Data::new(inflated));
+        delta::apply_into(base, delta, limit, out)?;
+        resolver.scratch.trim_delta();
+        if let Some(delta) = kept {
+            resolver.cache.put_delta(key, Data::new(delta));
         }
-        Ok(result)
+        Ok(())
+    }
+}
+
+/// Buffers a resolver reuses from one walk up a chain to the next ([`Resolver`]'s `scratch`).
+#[derive(Debug, Default)]
+pub(in crate::store) struct Scratch {
+    /// The inflated delta being applied, when the cache does not keep it.
+    delta: Vec<u8>,
+    /// The result before last, free for the next.
+    result: Vec<u8>,
+}
+
+/// A scratch buffer larger than this is let go once used: one big blob's chain should not leave an idle
+/// resolver holding its size.
+const SCRATCH_KEPT: usize = 1 << 20;
+
+impl Scratch {
+    fn put_result(&mut self, buffer: Vec<u8>) {
+        self.result = if buffer.capacity() > SCRATCH_KEPT { Vec::new() } else { buffer };
+    }
+
+    fn trim_delta(&mut self) {
+        if self.delta.capacity() > SCRATCH_KEPT {
+            self.delta = Vec::new();
+        }
     }
 }
 
