@@ -85,9 +85,9 @@ impl Tree {
             self.entries.iter().find(|at| at.name_len == len && self.name(at).eq_ignore_ascii_case(name))
         } else {
             // Equal prefixes and lengths are equal names up to 8 bytes; only longer ones compare the rest.
-            self.entries.iter().find(|at| {
-                at.prefix == first && at.name_len == len && (len <= 8 || self.name(at)[8..] == name[8..])
-            })
+            self.entries
+                .iter()
+                .find(|at| at.prefix == first && at.name_len == len && (len <= 8 || self.name(at)[8..] == name[8..]))
         }?;
         let id_at = at.name + at.name_len as usize + 1;
         Some((at.mode, oid::from_bytes_unchecked(&self.data[id_at..id_at + self.hash_len])))

@@ -256,7 +256,7 @@ impl Store {
         budget: &mut ChainBudget,
     ) -> Result<Object, ReadError> {
         let Base { object: Object { kind, data: base_data }, entry: mut below, cached } = base;
-        let keep_deltas = CachePolicy::deltas(cached);
+        let keep_deltas = CachePolicy::deltas(kind, cached);
         let mut served_from = None;
         // The result below the next link: shared `Data` (the base, or a kept result), or a plain buffer.
         let (mut shared, mut built): (Data, Option<Vec<u8>>) = (base_data, None);
