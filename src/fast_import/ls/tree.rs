@@ -51,10 +51,11 @@ pub(super) struct Corrupt;
 
 /// The first 8 bytes of `name`, zero-padded, as one number.
 fn prefix(name: &[u8]) -> u64 {
-    let mut bytes = [0u8; 8];
-    let len = name.len().min(8);
-    bytes[..len].copy_from_slice(&name[..len]);
-    u64::from_le_bytes(bytes)
+    match name.first_chunk::<8>() {
+        Some(first) => u64::from_le_bytes(*first),
+        // Byte by byte: a copy of a variable length is a call to memcpy.
+        None => name.iter().rev().fold(0, |prefix, &byte| (prefix << 8) | u64::from(byte)),
+    }
 }
 
 impl Tree {
@@ -224,6 +225,13 @@ pub(super) mod tests {
         assert_eq!(t.find(b"", false), None);
         assert_eq!(t.find(b"ab", false), None);
         assert_eq!(Tree::null(blob(0)).find(b"a", false), None);
+    }
+
+    #[test]
+    fn prefixes_are_the_first_eight_bytes_zero_padded() {
+        assert_eq!(prefix(b"abcdefghij"), u64::from_le_bytes(*b"abcdefgh"));
+        assert_eq!(prefix(b"abc"), u64::from_le_bytes(*b"abc\0\0\0\0\0"));
+        assert_eq!(prefix(b""), 0);
     }
 
     #[test]
