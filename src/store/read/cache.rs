@@ -163,7 +163,7 @@ impl CachePolicy {
     /// 12 deltas on average (small-A, 10,000 `ls`). Blobs keep the rule of [`CachePolicy::served`]: a blob
     /// is rarely read twice, and in random order kept intermediates push the roots out (6.8 → 5.1 s).
     pub(crate) fn link(kind: Kind, depth: usize) -> Keep {
-        if kind != Kind::Blob && depth % KEEP_EVERY == 0 { Keep::Other } else { Keep::No }
+        if kind != Kind::Blob && depth.is_multiple_of(KEEP_EVERY) { Keep::Other } else { Keep::No }
     }
 
     /// The inflated deltas of a walk: kept only when the walk started from a base found in the cache, that is
