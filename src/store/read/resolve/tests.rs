@@ -316,3 +316,29 @@ fn cycles_are_found_soon_after_they_close() {
     let links = walk(6_000, next).expect_err("a cycle");
     assert!((6_001..3 * 6_001).contains(&links), "{links}");
 }
+
+/// The results on the way up a chain go through one buffer kept by the resolver for the next walk, unless it
+/// grew past `SCRATCH_KEPT`: a big blob's chain leaves nothing of its size behind.
+#[test]
+fn a_walk_reuses_one_result_buffer_and_lets_a_big_one_go() {
+    for (head, kept) in [(vec![b'a'; 100], true), (vec![b'b'; SCRATCH_KEPT + 1], false)] {
+        let contents: Vec<Vec<u8>> = (0..4).map(|k| [&head[..], &b"0123"[..k]].concat()).collect();
+        // Each version a delta that inserts all of it (the test deltas copy at most 64 KiB).
+        let entries: Vec<(ObjectId, Stored)> = (0..contents.len())
+            .map(|k| {
+                let stored = match k {
+                    0 => Stored::Whole(Kind::Blob, contents[0].clone()),
+                    _ => Stored::Ofs(k - 1, delta(contents[k - 1].len(), 0, &contents[k])),
+                };
+                (object_id(Kind::Blob, &contents[k]), stored)
+            })
+            .collect();
+        let objects = Objects::new();
+        objects.add_pack("a", &entries);
+        let store = open(&objects);
+        let resolver = &mut Resolver::new(1 << 30);
+        assert_eq!(read(&store, &entries[3].0, resolver), contents[3]);
+        let capacity = resolver.scratch.result.capacity();
+        assert_eq!(capacity >= contents[2].len(), kept, "{capacity} after results of {} bytes", contents[2].len());
+    }
+}
