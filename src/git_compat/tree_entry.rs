@@ -43,14 +43,29 @@ pub enum Malformed {
 
 /// git's `parse_mode` (object.h): octal digits up to a space, at least one, kept in 16 bits (the bits shifted
 /// out are dropped, like git's assignment to a `uint16_t`). The rest starts after the space.
+///
+/// One pass over the digits, stopping at the first byte that is not one: tree parsing for `ls` was an eighth of
+/// its time when this searched for the space first and then checked and folded the digits in two more passes.
 pub(crate) fn parse_mode(data: &[u8]) -> Option<(u16, &[u8])> {
-    let space = memchr::memchr(b' ', data)?;
-    let digits = &data[..space];
-    if digits.is_empty() || !digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
-        return None;
+    // The two modes of nearly every entry, recognized whole.
+    if let Some(rest) = data.strip_prefix(b"100644 ") {
+        return Some((0o100644, rest));
     }
-    let mode = digits.iter().fold(0u32, |mode, d| (mode << 3) | u32::from(d - b'0'));
-    Some((mode as u16, &data[space + 1..]))
+    if let Some(rest) = data.strip_prefix(b"40000 ") {
+        return Some((0o40000, rest));
+    }
+    let mut mode = 0u32;
+    for (at, &byte) in data.iter().enumerate() {
+        if byte == b' ' {
+            return (at > 0).then(|| (mode as u16, &data[at + 1..]));
+        }
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 7 {
+            return None;
+        }
+        mode = (mode << 3) | u32::from(digit);
+    }
+    None
 }
 
 /// git's `object_type(mode)`: the type an entry of this mode names.
@@ -229,6 +244,18 @@ pub(crate) mod tests {
         assert_eq!(raw, [0o100664, 0o140000, 0o100755, 0o40755]);
         assert_eq!(object_type(0o140000), "blob");
         assert_eq!(object_type(canon_mode(0o140000)), "commit");
+    }
+
+    #[test]
+    fn modes_are_octal_digits_up_to_a_space() {
+        assert_eq!(parse_mode(b"100644 name"), Some((0o100644, &b"name"[..])));
+        assert_eq!(parse_mode(b"0 "), Some((0, &b""[..])));
+        // 16 bits kept of a longer mode, as git's `uint16_t`.
+        assert_eq!(parse_mode(b"7100644 n"), Some((0o100644, &b"n"[..])));
+        assert_eq!(parse_mode(b"77777777777777100644 n"), Some((0o100644, &b"n"[..])));
+        for bad in [&b" name"[..], b"100644", b"10064x name", b"100648 name", b"", b"1\0 n", b"-1 n"] {
+            assert_eq!(parse_mode(bad), None, "{bad:?}");
+        }
     }
 
     /// Why neither reader uses `gix_object::TreeRefIter`: these are the cases where gix-object 0.66 reads a

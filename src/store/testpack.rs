@@ -245,11 +245,16 @@ fn deflate(bytes: &[u8]) -> Vec<u8> {
 /// `contents` as a chain: the first whole, each next a delta on the one before (OFS_DELTA or REF_DELTA). Each
 /// content must start with the one before it.
 pub(super) fn chain(contents: &[&[u8]], ofs: bool) -> Vec<(ObjectId, Stored)> {
+    chain_of(Kind::Blob, contents, ofs)
+}
+
+/// [`chain`] of objects of `kind`.
+pub(super) fn chain_of(kind: Kind, contents: &[&[u8]], ofs: bool) -> Vec<(ObjectId, Stored)> {
     let mut entries: Vec<(ObjectId, Stored)> = Vec::new();
     for (k, content) in contents.iter().enumerate() {
-        let id = object_id(Kind::Blob, content);
+        let id = object_id(kind, content);
         let stored = match k {
-            0 => Stored::Whole(Kind::Blob, content.to_vec()),
+            0 => Stored::Whole(kind, content.to_vec()),
             _ => {
                 let before = contents[k - 1];
                 let delta = delta(before.len(), before.len(), &content[before.len()..]);

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use lru::LruCache;
 
 use crate::git_compat::tree_entry::Entries;
+
 use crate::store::{Data, ObjectId, oid};
 
 /// The bytes of parsed trees one stream keeps at most. git.git's largest tree (`t/`) is about 60 KiB, so this
@@ -32,24 +33,41 @@ pub(super) struct Tree {
 /// Where one entry of [`Tree::data`] is.
 #[derive(Debug, Clone, Copy)]
 struct At {
-    mode: u16,
+    /// The name's first 8 bytes, zero-padded ([`prefix`]): with the length, most names that differ differ here,
+    /// and a name of at most 8 bytes is equal when these are.
+    prefix: u64,
     /// The name's first byte; the id follows the name's NUL.
     name: usize,
-    name_len: usize,
+    /// 32 bits, so that an entry takes no more room in the cache than before the prefix was kept. A longer
+    /// name (in a tree over 4 GiB) is corrupt: git's fast-import keeps 16 bits of a name's length and misparses
+    /// the entries after one of 64 KiB.
+    name_len: u32,
+    mode: u16,
 }
 
 /// A tree whose bytes git cannot parse (`corrupt mode in <tree>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Corrupt;
 
+/// The first 8 bytes of `name`, zero-padded, as one number.
+fn prefix(name: &[u8]) -> u64 {
+    match name.first_chunk::<8>() {
+        Some(first) => u64::from_le_bytes(*first),
+        // Byte by byte: a copy of a variable length is a call to memcpy.
+        None => name.iter().rev().fold(0, |prefix, &byte| (prefix << 8) | u64::from(byte)),
+    }
+}
+
 impl Tree {
     /// Parses every entry of `data`.
     pub(super) fn parse(id: ObjectId, data: Data, hash: gix_hash::Kind) -> Result<Tree, Corrupt> {
-        let mut entries = Vec::new();
+        // About one entry per 30 bytes in source trees: one allocation for most.
+        let mut entries = Vec::with_capacity(data.len() / 30 + 1);
         for entry in Entries::new(&data, hash) {
             let entry = entry.map_err(|_| Corrupt)?;
             let name = entry.name.as_ptr() as usize - data.as_ptr() as usize;
-            entries.push(At { mode: entry.mode, name, name_len: entry.name.len() });
+            let name_len = u32::try_from(entry.name.len()).map_err(|_| Corrupt)?;
+            entries.push(At { prefix: prefix(entry.name), name, name_len, mode: entry.mode });
         }
         Ok(Tree { id, data, entries, hash_len: hash.len_in_bytes() })
     }
@@ -62,15 +80,22 @@ impl Tree {
     /// The first entry (in stored order) named `name`, as its raw mode and id: git compares with `fspathncmp`,
     /// which is `strncasecmp` (ASCII only) when `core.ignoreCase` is set, and only names of the same length.
     pub(super) fn find(&self, name: &[u8], ignore_case: bool) -> Option<(u16, &oid)> {
-        self.entries.iter().find_map(|at| {
-            if at.name_len != name.len() {
-                return None;
-            }
-            let stored = &self.data[at.name..at.name + at.name_len];
-            let same = if ignore_case { stored.eq_ignore_ascii_case(name) } else { stored == name };
-            let id_at = at.name + at.name_len + 1;
-            same.then(|| (at.mode, oid::from_bytes_unchecked(&self.data[id_at..id_at + self.hash_len])))
-        })
+        let Ok(len) = u32::try_from(name.len()) else { return None };
+        let first = prefix(name);
+        let at = if ignore_case {
+            self.entries.iter().find(|at| at.name_len == len && self.name(at).eq_ignore_ascii_case(name))
+        } else {
+            // Equal prefixes and lengths are equal names up to 8 bytes; only longer ones compare the rest.
+            self.entries
+                .iter()
+                .find(|at| at.prefix == first && at.name_len == len && (len <= 8 || self.name(at)[8..] == name[8..]))
+        }?;
+        let id_at = at.name + at.name_len as usize + 1;
+        Some((at.mode, oid::from_bytes_unchecked(&self.data[id_at..id_at + self.hash_len])))
+    }
+
+    fn name(&self, at: &At) -> &[u8] {
+        &self.data[at.name..at.name + at.name_len as usize]
     }
 
     /// What the cache counts this tree as.
@@ -200,6 +225,22 @@ pub(super) mod tests {
         assert_eq!(t.find(b"", false), None);
         assert_eq!(t.find(b"ab", false), None);
         assert_eq!(Tree::null(blob(0)).find(b"a", false), None);
+    }
+
+    #[test]
+    fn prefixes_are_the_first_eight_bytes_zero_padded() {
+        assert_eq!(prefix(b"abcdefghij"), u64::from_le_bytes(*b"abcdefgh"));
+        assert_eq!(prefix(b"abc"), u64::from_le_bytes(*b"abc\0\0\0\0\0"));
+        assert_eq!(prefix(b""), 0);
+    }
+
+    #[test]
+    fn names_longer_than_the_prefix_compare_in_full() {
+        let t = tree(&[("100644", b"prefix-same-1", blob(1)), ("100644", b"prefix-same-2", blob(2))]);
+        assert_eq!(t.find(b"prefix-same-2", false), Some((0o100644, blob(2).as_ref())));
+        assert_eq!(t.find(b"PREFIX-same-2", true), Some((0o100644, blob(2).as_ref())));
+        assert_eq!(t.find(b"prefix-same-3", false), None);
+        assert_eq!(t.find(b"prefix-s", false), None);
     }
 
     #[test]

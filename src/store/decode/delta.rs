@@ -64,6 +64,14 @@ pub(crate) fn result_size(delta: &[u8]) -> Result<u64, DeltaError> {
 /// declares a terabyte and carries a few instructions gets a few hundred KiB of room, and fails at its end, as
 /// `huge_declared_sizes_are_refused_before_allocating` checks under an address-space limit.
 pub(crate) fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, DeltaError> {
+    let mut out = Vec::new();
+    apply_into(base, delta, limit, &mut out)?;
+    Ok(out)
+}
+
+/// [`apply`] into `out` (cleared first), so that a walk up a chain reuses one buffer for the results nothing
+/// keeps instead of allocating one per link.
+pub(crate) fn apply_into(base: &[u8], delta: &[u8], limit: u64, out: &mut Vec<u8>) -> Result<(), DeltaError> {
     let mut pos = 0;
     let base_size = read_size(delta, &mut pos)?;
     if base_size != base.len() as u64 {
@@ -74,7 +82,8 @@ pub(crate) fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, De
         return Err(DeltaError::TooLarge { size, limit });
     }
     let instructions = &delta[pos..];
-    let mut out = Vec::with_capacity((size as usize).min(instructions.len().saturating_mul(0x10000)));
+    out.clear();
+    out.reserve((size as usize).min(instructions.len().saturating_mul(0x10000)));
     let mut pos = 0;
     while let Some(&cmd) = instructions.get(pos) {
         pos += 1;
@@ -101,7 +110,7 @@ pub(crate) fn apply(base: &[u8], delta: &[u8], limit: u64) -> Result<Vec<u8>, De
     if out.len() as u64 != size {
         return Err(DeltaError::ShortResult { expected: size, actual: out.len() });
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The offset and length of a copy instruction: `cmd`'s low seven bits say which of four offset bytes and three

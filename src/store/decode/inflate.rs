@@ -23,8 +23,22 @@ impl Inflater {
     pub(in crate::store) fn zlib(&mut self, input: &[u8], size: usize) -> Result<Vec<u8>, Damage> {
         // Zeroed allocation: large ones come from fresh, already-zero pages, so this costs little.
         let mut out = vec![0u8; size];
-        match self.decompressor.zlib_decompress(input, &mut out) {
-            Ok(n) if n == size => Ok(out),
+        self.zlib_to(input, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Inflater::zlib`] into `out` (resized to `size`): for inflated deltas that are applied and dropped,
+    /// one buffer per resolver rather than an allocation per delta.
+    pub(in crate::store) fn zlib_into(&mut self, input: &[u8], size: usize, out: &mut Vec<u8>) -> Result<(), Damage> {
+        out.clear();
+        out.resize(size, 0);
+        self.zlib_to(input, out)
+    }
+
+    fn zlib_to(&mut self, input: &[u8], out: &mut [u8]) -> Result<(), Damage> {
+        let size = out.len();
+        match self.decompressor.zlib_decompress(input, out) {
+            Ok(n) if n == size => Ok(()),
             Ok(n) => Err(Damage::SizeMismatch { declared: size as u64, actual: Some(n as u64) }),
             Err(libdeflater::DecompressionError::InsufficientSpace) => {
                 Err(Damage::SizeMismatch { declared: size as u64, actual: None })

@@ -182,13 +182,30 @@ impl Pack {
         inflater: &mut Inflater,
         limit: u64,
     ) -> Result<Vec<u8>, Damage> {
+        inflater.zlib(self.stored(entry, limit)?, entry.decompressed_size as usize)
+    }
+
+    /// [`Pack::inflate`] into `out`.
+    pub(in crate::store) fn inflate_into(
+        &self,
+        entry: &Entry,
+        inflater: &mut Inflater,
+        limit: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Damage> {
+        inflater.zlib_into(self.stored(entry, limit)?, entry.decompressed_size as usize, out)
+    }
+
+    /// The zlib stream of `entry` (and the pack after it), once its size is known to be within `limit` and
+    /// what the stream could inflate to.
+    fn stored(&self, entry: &Entry, limit: u64) -> Result<&[u8], Damage> {
         if entry.decompressed_size > limit {
             return Err(Damage::TooLarge { size: entry.decompressed_size, limit });
         }
         let data = self.data()?;
         let input = data.entry_slice(entry.data_offset..data.pack_end() as u64).ok_or(Damage::Truncated)?;
         inflatable(entry.decompressed_size, input.len())?;
-        inflater.zlib(input, entry.decompressed_size as usize)
+        Ok(input)
     }
 
     /// The pack's entries in offset order.

@@ -9,4 +9,4 @@ pub(super) use big::Want;
 pub use big::{Answer, BigBlob, DEFAULT_BIG_FILE_THRESHOLD, PieceError};
 pub(super) use info::Where;
 pub(crate) use info::{Info, Place};
-pub(super) use resolve::PackOrder;
+pub(super) use resolve::{PackOrder, Scratch};
