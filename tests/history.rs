@@ -87,6 +87,19 @@ fn pack_order_scan_of_deep_chains_like_git() {
     assert_eq!(parse_responses(&git.fd3).len(), blobs.len(), "git answered every request");
 }
 
+/// Every object in an order unrelated to the pack's (sorted by the id's bytes read backwards), twice, through
+/// `--batch-check`: each delta's type is found by a walk down its chain that stops at an entry an earlier walk
+/// passed (the kind memo), and its size from its delta header; the second round asks only of remembered chains.
+#[test]
+fn random_order_types_of_deep_chains_like_git() {
+    let dir = repo();
+    let mut ids: Vec<String> = objects_in_pack_order(&dir).into_iter().map(|(_, id)| id).collect();
+    ids.sort_by_key(|id| id.bytes().rev().collect::<Vec<u8>>());
+    let twice = [&ids[..], &ids[..]].concat();
+    same(&dir, &["--batch-check", "--buffer"], &lines(&twice, b'\n'));
+    same(&dir, &["--batch-check=%(objecttype) %(objectsize) %(objectsize:disk)"], &lines(&ids, b'\n'));
+}
+
 /// filter-repo's `--analyze` format.
 const ANALYZE: &str = "--batch-check=%(objectname) %(objecttype) %(objectsize) %(objectsize:disk)";
 

@@ -6,27 +6,41 @@
 //! `git repack -adf --depth=50`, where trees are chained 16 deep on average, those walks were two thirds of the
 //! time (profile in benches/README.md). In offset order a delta's base comes before it (an OFS_DELTA base always
 //! does), so one pass over the headers knows each base's type when it reaches the delta: one header per entry.
+use std::sync::atomic::Ordering;
+
 use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
+use super::kind_memo::{kind_code, kind_of_code};
 use super::pack::Pack;
 use super::rev_index::RevIndex;
 use crate::store::Kind;
 
-/// Lookups of types a pack serves before its chain types are found in one pass, at the least ...
-const TYPE_LOOKUPS_BEFORE_PASS: u32 = 64;
-/// ... and one lookup for this many of its objects: the pass reads every header once, which pays off only when
-/// the lookups would otherwise walk a good share of the pack's chains (a chain is several headers long).
-const OBJECTS_PER_LOOKUP_BEFORE_PASS: u32 = 16;
+/// Chain links a pack's walks decode (entries passed that [`super::kind_memo`] did not know) before its chain types
+/// are found in one pass, at the least ...
+const WALKED_LINKS_BEFORE_PASS: u32 = 1024;
+/// ... and one link for this many of its objects: the pass reads every header once, in offset order, which pays
+/// off only when the walks would otherwise decode a good share of them at random places (a listing of most
+/// objects; not a sample, whose walks stop at the first entry the memo knows).
+const OBJECTS_PER_WALKED_LINK_BEFORE_PASS: u32 = 2;
 
 impl Pack {
-    /// The type at the bottom of the chain of the entry at `at` in offset order, if the one pass over the pack's
-    /// headers found it. Counts the lookup: the one that reaches the pack's threshold makes that pass.
-    pub(in crate::store) fn chain_kind(&self, at: usize) -> Option<Kind> {
-        let rev = self.rev_index();
-        let threshold = TYPE_LOOKUPS_BEFORE_PASS.max(self.index.num_objects() / OBJECTS_PER_LOOKUP_BEFORE_PASS);
-        let kinds = rev.chain_kinds(threshold, || self.find_chain_kinds(rev))?;
-        kind_of_code(*kinds.get(at)?)
+    /// The type at the bottom of the chain of the entry at `offset`, if the one pass over the pack's headers has
+    /// been made and found it. Never makes the pass.
+    pub(in crate::store) fn passed_chain_kind(&self, offset: u64) -> Option<Kind> {
+        let rev = self.built_rev_index()?;
+        kind_of_code(*rev.found_kinds()?.get(rev.position(offset)?)?)
+    }
+
+    /// Counts `links` entries that a chain walk decoded: the walk that reaches the pack's threshold makes the pass
+    /// (on its thread: the other resolvers walk on meanwhile).
+    pub(in crate::store) fn walked(&self, links: u32) {
+        let threshold = WALKED_LINKS_BEFORE_PASS.max(self.index.num_objects() / OBJECTS_PER_WALKED_LINK_BEFORE_PASS);
+        let before = self.walked_links.fetch_add(links, Ordering::Relaxed);
+        if before < threshold && before.saturating_add(links) >= threshold {
+            let rev = self.rev_index();
+            rev.find_kinds(|| self.find_chain_kinds(rev));
+        }
     }
 
     /// One pass over the headers in offset order: an entry stored whole gives its type; a delta takes its base's,
@@ -55,25 +69,6 @@ impl Pack {
             }
         }
         kinds
-    }
-}
-
-fn kind_code(kind: Kind) -> u8 {
-    match kind {
-        Kind::Commit => 1,
-        Kind::Tree => 2,
-        Kind::Blob => 3,
-        Kind::Tag => 4,
-    }
-}
-
-fn kind_of_code(code: u8) -> Option<Kind> {
-    match code {
-        1 => Some(Kind::Commit),
-        2 => Some(Kind::Tree),
-        3 => Some(Kind::Blob),
-        4 => Some(Kind::Tag),
-        _ => None,
     }
 }
 
@@ -111,10 +106,10 @@ mod tests {
         assert_eq!(rev.position(offsets[1] + 1), None, "not the start of an entry");
     }
 
-    /// Lookups before the threshold walk (none is answered from the pass); the one that reaches it makes the
-    /// pass, and later ones are answered from it.
+    /// Walks that decoded fewer links than the threshold leave the types to the walks; the walk that reaches it
+    /// makes the pass, and later types are answered from it.
     #[test]
-    fn the_pass_is_made_once_enough_types_were_asked() {
+    fn the_pass_is_made_once_walks_decoded_enough_links() {
         let contents: Vec<Vec<u8>> = (0..3).map(|k| b"line\n".repeat(k + 1)).collect();
         let objects = Objects::new();
         let entries: Vec<(gix_hash::ObjectId, Stored)> = contents
@@ -130,12 +125,11 @@ mod tests {
             .collect();
         let (path, offsets) = objects.add_pack("threshold", &entries);
         let pack = Pack::open(&path.with_extension("idx"), 0, gix_hash::Kind::Sha1).expect("pack");
-        let rev = pack.rev_index();
-        let last = rev.position(offsets[2]).expect("listed");
-        for _ in 1..TYPE_LOOKUPS_BEFORE_PASS {
-            assert_eq!(pack.chain_kind(last), None, "below the threshold");
-        }
-        assert_eq!(pack.chain_kind(last), Some(Kind::Blob), "the pass, made by the lookup that reaches it");
-        assert_eq!(pack.chain_kind(last), Some(Kind::Blob));
+        pack.walked(WALKED_LINKS_BEFORE_PASS - 1);
+        assert_eq!(pack.passed_chain_kind(offsets[2]), None, "below the threshold");
+        pack.walked(2);
+        assert_eq!(pack.passed_chain_kind(offsets[2]), Some(Kind::Blob), "the pass, made by the walk that reaches it");
+        assert_eq!(pack.passed_chain_kind(offsets[1]), Some(Kind::Blob));
+        assert_eq!(pack.passed_chain_kind(offsets[1] + 1), None, "not the start of an entry");
     }
 }

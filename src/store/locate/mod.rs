@@ -7,6 +7,7 @@ pub(super) mod alternates;
 mod chain_kinds;
 mod enumerate;
 mod exists_sorted;
+mod kind_memo;
 pub(super) mod loose;
 mod midx;
 mod midx_file;

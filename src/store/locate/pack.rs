@@ -14,6 +14,7 @@ use gix_hash::oid;
 use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
+use super::kind_memo::KindMemo;
 use super::pack_index::PackIndex;
 use super::rev_file::RevFile;
 use super::rev_index::{OffsetOrder, RevIndex};
@@ -52,6 +53,10 @@ pub(in crate::store) struct Pack {
     rev_file: OnceLock<Option<RevFile>>,
     /// Single requests that wanted the offset order before it was built.
     rev_asks: AtomicU32,
+    /// The types at the bottom of the chains that walks have passed through, made at the first walk.
+    kind_memo: OnceLock<KindMemo>,
+    /// Entries that chain walks decoded, which decides when the chain types are found in one pass.
+    pub(in crate::store) walked_links: AtomicU32,
 }
 
 /// Delta bases of a pack and how many of their deltas have not been built from them yet.
@@ -94,7 +99,22 @@ impl Pack {
         let (data, delta_bases, reads, rev_index) =
             (OnceLock::new(), OnceLock::new(), AtomicU32::new(0), OnceLock::new());
         let (rev_file, rev_asks, scan_started) = (OnceLock::new(), AtomicU32::new(0), AtomicBool::new(false));
-        Ok(Pack { id, index, pack_path, hash, data, delta_bases, reads, scan_started, rev_index, rev_file, rev_asks })
+        let (kind_memo, walked_links) = (OnceLock::new(), AtomicU32::new(0));
+        Ok(Pack {
+            id,
+            index,
+            pack_path,
+            hash,
+            data,
+            delta_bases,
+            reads,
+            scan_started,
+            rev_index,
+            rev_file,
+            rev_asks,
+            kind_memo,
+            walked_links,
+        })
     }
 
     /// The pack data, mapped now if this is the first read, and checked against the index as git checks it at
@@ -213,17 +233,27 @@ impl Pack {
         self.rev_index.get_or_init(|| RevIndex::build(&self.index, self.rev_file().as_ref()))
     }
 
+    /// The reverse index, if something has built it.
+    pub(in crate::store) fn built_rev_index(&self) -> Option<&RevIndex> {
+        self.rev_index.get()
+    }
+
+    /// The memo of chain types that walks in this pack fill (see [`KindMemo`]), made on first use.
+    pub(in crate::store) fn kind_memo(&self) -> &KindMemo {
+        self.kind_memo.get_or_init(|| KindMemo::new(self.index.num_objects()))
+    }
+
     /// The pack's `.rev` file, mapped on first use, if it has a usable one.
     fn rev_file(&self) -> &Option<RevFile> {
         self.rev_file.get_or_init(|| RevFile::open(&self.pack_path.with_extension("rev"), &self.index, self.hash))
     }
 
     /// The entries in offset order for one request: `on_disk` asks for a size on disk or a delta base, which
-    /// need it; otherwise (a delta's type) it only helps, through the chain types found once it is built.
-    /// The reverse index is built in memory only once [`rev_asks_before_build`] requests have asked, or for a
-    /// size on disk in a pack without a usable `.rev` file (git builds it then too); before that a size on disk is
-    /// found through the `.rev` file, and a type by walking the chain. A single `info` on a big pack no longer
-    /// costs a whole reverse index (10 MB for git.git) per repository a daemon serves.
+    /// need it; otherwise it is given only once built (chain types come from walks and their memo, see
+    /// `chain_kinds.rs`). The reverse index is built in memory only once [`rev_asks_before_build`] requests have
+    /// asked, or for a size on disk in a pack without a usable `.rev` file (git builds it then too); before that a
+    /// size on disk is found through the `.rev` file. A single `info` on a big pack no longer costs a whole
+    /// reverse index (10 MB for git.git) per repository a daemon serves.
     pub(in crate::store) fn offset_order(&self, on_disk: bool) -> Option<OffsetOrder<'_>> {
         if let Some(rev) = self.rev_index.get() {
             return Some(OffsetOrder::Built(rev));

@@ -2,7 +2,6 @@
 //! file's order when there is one), or read from the `.rev` file in place ([`OffsetOrder`] is either); and the
 //! place where the types at the bottom of their delta chains are kept once [`super::chain_kinds`] has found them.
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::pack_index::PackIndex;
 use super::rev_file::RevFile;
@@ -21,7 +20,6 @@ pub(in crate::store) struct RevIndex {
     /// Per entry: the type at the bottom of its chain (a code of [`super::chain_kinds`]), 0 where the pass could
     /// not tell (a base in another pack or loose, after its delta, or damage): such entries are walked as before.
     kinds: OnceLock<Vec<u8>>,
-    type_lookups: AtomicU32,
 }
 
 impl RevIndex {
@@ -45,7 +43,7 @@ impl RevIndex {
             }
         }
         buckets.push(offsets.len() as u32);
-        RevIndex { offsets, positions, buckets, shift, kinds: OnceLock::new(), type_lookups: AtomicU32::new(0) }
+        RevIndex { offsets, positions, buckets, shift, kinds: OnceLock::new() }
     }
 
     /// How many entries.
@@ -70,17 +68,14 @@ impl RevIndex {
         self.offsets[start..end].binary_search(&offset).ok().map(|found| start + found)
     }
 
-    /// The chain types of every entry, once `threshold` lookups have asked for them: counts this lookup, and
-    /// the one that reaches the threshold makes the pass (`pass`), on its own thread (a scan of every object is
-    /// the usual reason, and needs the types at once).
-    pub(in crate::store) fn chain_kinds(&self, threshold: u32, pass: impl FnOnce() -> Vec<u8>) -> Option<&[u8]> {
-        if let Some(kinds) = self.kinds.get() {
-            return Some(kinds);
-        }
-        if self.type_lookups.fetch_add(1, Ordering::Relaxed) + 1 < threshold {
-            return None;
-        }
-        Some(self.kinds.get_or_init(pass))
+    /// The chain types of every entry, if the pass has found them.
+    pub(in crate::store) fn found_kinds(&self) -> Option<&[u8]> {
+        self.kinds.get().map(Vec::as_slice)
+    }
+
+    /// The chain types of every entry: found now by `pass` on the calling thread unless they were.
+    pub(in crate::store) fn find_kinds(&self, pass: impl FnOnce() -> Vec<u8>) -> &[u8] {
+        self.kinds.get_or_init(pass)
     }
 }
 
@@ -123,14 +118,6 @@ impl<'a> OffsetOrder<'a> {
         match self {
             OffsetOrder::Built(rev) => rev.get(at),
             OffsetOrder::File(rev, index) => rev.get(index, at),
-        }
-    }
-
-    /// The reverse index built in memory, if that is where the order comes from.
-    pub(in crate::store) fn built(self) -> Option<&'a RevIndex> {
-        match self {
-            OffsetOrder::Built(rev) => Some(rev),
-            OffsetOrder::File(..) => None,
         }
     }
 }

@@ -115,19 +115,16 @@ impl Store {
                 delta::result_size(&head.map_err(at)?).map_err(|d| at(d.into()))?
             }
         };
-        // Where the entry is in offset order, when a disk size or a chain's type is asked (a whole object's type
-        // is in its header).
-        let rev = (on_disk || entry.header.is_delta()).then(|| pack.offset_order(on_disk)).flatten();
-        let here = rev.and_then(|rev| rev.position(offset));
         let kind = match entry.header.as_kind() {
             Some(kind) => kind,
-            // The chain types are found from a reverse index built in memory, never for a `.rev` file's sake.
-            None => match here.filter(|_| rev.and_then(|rev| rev.built()).is_some()).and_then(|at| pack.chain_kind(at))
-            {
+            None => match pack.passed_chain_kind(offset) {
                 Some(kind) => kind,
                 None => self.chain_kind(id, pack, offset, entry.clone())?,
             },
         };
+        // Where the entry is in offset order, for its size on disk and its base.
+        let rev = on_disk.then(|| pack.offset_order(true)).flatten();
+        let here = rev.and_then(|rev| rev.position(offset));
         let (mut disk_size, mut delta_base) = (0, None);
         if let Some(rev) = rev.filter(|_| on_disk) {
             let here = here.ok_or_else(|| at(Damage::Truncated))?;
@@ -151,19 +148,49 @@ impl Store {
     }
 
     /// The type at the bottom of the delta chain that starts with `entry`, at `offset` (git's
-    /// `packed_to_object_type`).
+    /// `packed_to_object_type`), remembered for every entry of this pack the walk passed.
     fn chain_kind(&self, id: &oid, pack: &Arc<Pack>, offset: u64, entry: Entry) -> Result<Kind, ReadError> {
+        let mut passed = Passed { offsets: [0; PASSED_MAX], len: 0, decoded: 0 };
+        let kind = self.walk_chain(id, pack, offset, entry, &mut passed)?;
+        let memo = pack.kind_memo();
+        for &offset in &passed.offsets[..passed.len] {
+            memo.put(offset, kind);
+        }
+        pack.walked(passed.decoded);
+        Ok(kind)
+    }
+
+    /// The walk of [`Self::chain_kind`]: link by link until an entry stored whole, or one of this pack that the
+    /// memo knows.
+    fn walk_chain(
+        &self,
+        id: &oid,
+        start: &Arc<Pack>,
+        offset: u64,
+        entry: Entry,
+        passed: &mut Passed,
+    ) -> Result<Kind, ReadError> {
+        let memo = start.kind_memo();
         // The pack is borrowed, not cloned, while the chain stays in it: an `Arc` clone per step is an atomic
         // write to a line every resolver thread writes too.
-        let (mut pack, mut offset) = (Cow::Borrowed(pack), offset);
+        let (mut pack, mut offset) = (Cow::Borrowed(start), offset);
         // A chain that comes back to an entry it passed is a cycle (damage), not a long chain. A hash set of the
         // entries passed was 4% of --batch-check's samples (100k ids, history order).
         let mut cycle = CycleCheck::new(pack.key(offset));
         let mut first = Some(entry);
         loop {
+            if let Cow::Borrowed(_) = pack {
+                if let Some(kind) = memo.get(offset) {
+                    return Ok(kind);
+                }
+                passed.push(offset);
+            }
             let entry = match first.take() {
                 Some(entry) => entry,
-                None => pack.entry(offset).map_err(|d| damaged(id, &pack, offset, d))?,
+                None => {
+                    passed.decoded += 1;
+                    pack.entry(offset).map_err(|d| damaged(id, &pack, offset, d))?
+                }
             };
             match entry.header {
                 Header::OfsDelta { base_distance } => match entry.checked_base_pack_offset(base_distance) {
@@ -194,6 +221,26 @@ impl Store {
             if cycle.comes_back(pack.key(offset)) {
                 return Err(damaged(id, &pack, offset, Damage::DeltaCycle));
             }
+        }
+    }
+}
+
+/// Entries a walk passes that are remembered with the type it finds: a chain is at most 50 long as git packs
+/// (`--depth`); the links past these are walked again by the next request.
+const PASSED_MAX: usize = 64;
+
+/// The entries of the starting pack that a chain walk passed, and how many entry headers it decoded.
+struct Passed {
+    offsets: [u64; PASSED_MAX],
+    len: usize,
+    decoded: u32,
+}
+
+impl Passed {
+    fn push(&mut self, offset: u64) {
+        if self.len < PASSED_MAX {
+            self.offsets[self.len] = offset;
+            self.len += 1;
         }
     }
 }
@@ -232,5 +279,34 @@ fn unknown_type(header: &[u8], header_too_long: bool) -> Damage {
             Damage::UnknownType { type_name: type_name.to_vec(), size, header_too_long }
         }
         _ => Damage::LooseHeader,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::testpack::{Objects, chain};
+    use crate::store::{Kind, Store, StoreOptions};
+
+    /// The first type asked walks the chain and remembers the type for every entry it passed; a request deeper in
+    /// the same chain stops at the first of them (its walk decodes only the links above it), and gets the same
+    /// answer a walk to the root gives.
+    #[test]
+    fn a_walk_remembers_the_chain_type_for_every_entry_it_passed() {
+        let objects = Objects::new();
+        let contents: Vec<Vec<u8>> = (0..8).map(|k| b"line\n".repeat(k + 1)).collect();
+        let entries = chain(&contents.iter().map(Vec::as_slice).collect::<Vec<_>>(), true);
+        let (_, offsets) = objects.add_pack("memo", &entries);
+        let store = Store::open(objects.path(), gix_hash::Kind::Sha1, StoreOptions::default());
+        let info = store.info(&entries[4].0, false).expect("intact").expect("present");
+        assert_eq!((info.kind, info.size), (Kind::Blob, contents[4].len() as u64));
+        let pack = store.find_packed(&entries[4].0).expect("packed").0;
+        for (k, &offset) in offsets.iter().enumerate() {
+            let expected = (k <= 4).then_some(Kind::Blob);
+            assert_eq!(pack.kind_memo().get(offset), expected, "entry {k}: the walk passed 4 down to the root");
+        }
+        assert_eq!(pack.walked_links.load(std::sync::atomic::Ordering::Relaxed), 4, "links 3, 2, 1, 0");
+        let info = store.info(&entries[7].0, false).expect("intact").expect("present");
+        assert_eq!((info.kind, info.size), (Kind::Blob, contents[7].len() as u64));
+        assert_eq!(pack.walked_links.load(std::sync::atomic::Ordering::Relaxed), 6, "links 6 and 5, then 4 is known");
     }
 }
