@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::confine::{Beneath, ConfineError, Root};
 use crate::fatal::Bytes;
-use crate::repo::{self, Environment, RepoError};
+use crate::repo::{Environment, RepoError};
 use crate::wire::protocol::Hello;
 
 /// git stops following alternates deeper than this (`link_alt_odb_entries`).
@@ -60,13 +60,21 @@ pub(crate) fn find(root: &Root, client: &Client<'_>) -> Result<Found, FindError>
         Some(dir) => {
             let dir = absolute(client, dir)?;
             let found = root.resolve(&dir)?.ok_or_else(|| FindError::NotARepository(dir.clone()))?;
-            follow_gitfile(root, found)?.filter(|dir| is_git_dir(root, dir)).ok_or(FindError::NotARepository(dir))?
+            match follow_gitfile(root, found)? {
+                Some(git_dir) => git_repository(root, git_dir)?.ok_or(FindError::NotARepository(dir))?,
+                None => return Err(FindError::NotARepository(dir)),
+            }
         }
         None => walk_up(root, client)?,
     };
-    let (common_dir, objects_dir) = repo::layout(&git_dir.path, &env);
+    let (git_dir, common) = git_dir;
+    let objects_dir = match &env.object_directory {
+        Some(dir) => absolute(client, dir)?,
+        None => common.as_ref().map_or(&git_dir.path, |common| &common.path).join("objects"),
+    };
+    let common_dir = common.as_ref().map_or(&git_dir.path, |common| &common.path).clone();
     let found = Found { git_dir: git_dir.path.clone(), common_dir, objects_dir, env };
-    confine_repository(root, &found, git_dir, client)?;
+    confine_repository(root, &found, git_dir, common, client)?;
     Ok(found)
 }
 
@@ -98,8 +106,11 @@ fn absolute(client: &Client<'_>, path: &Path) -> Result<PathBuf, FindError> {
     Ok(client.cwd.as_ref().ok_or(FindError::NoDirectory)?.join(path))
 }
 
+/// A git directory and, for a linked worktree, its common directory: both beneath the root.
+type GitDir = (Beneath, Option<Beneath>);
+
 /// Walks up from the client's directory to the root (never above it), as git's discovery does.
-fn walk_up(root: &Root, client: &Client<'_>) -> Result<Beneath, FindError> {
+fn walk_up(root: &Root, client: &Client<'_>) -> Result<GitDir, FindError> {
     let cwd = client.cwd.as_ref().ok_or(FindError::NoDirectory)?;
     let ceilings = ceilings(client);
     let start = root.resolve(cwd)?.ok_or_else(|| FindError::NotARepository(cwd.clone()))?;
@@ -109,18 +120,18 @@ fn walk_up(root: &Root, client: &Client<'_>) -> Result<Beneath, FindError> {
     loop {
         if let Some(dot_git) = root.resolve(&dir.join(".git"))?
             && let Some(git_dir) = follow_gitfile(root, dot_git)?
-            && is_git_dir(root, &git_dir)
+            && let Some(found) = git_repository(root, git_dir)?
         {
-            return Ok(git_dir);
+            return Ok(found);
         }
         let here = match resolved.take() {
             Some(here) => Some(here),
             None => root.resolve(&dir)?,
         };
         if let Some(here) = here
-            && is_git_dir(root, &here)
+            && let Some(found) = git_repository(root, here)?
         {
-            return Ok(here);
+            return Ok(found);
         }
         match dir.parent() {
             Some(parent) if dir != root.path() && !ceilings.iter().any(|ceiling| ceiling == parent) => {
@@ -153,27 +164,47 @@ fn follow_gitfile(root: &Root, found: Beneath) -> Result<Option<Beneath>, FindEr
     Ok(root.resolve(&target)?.filter(Beneath::is_dir))
 }
 
-/// git's `is_git_directory`: a `HEAD`, and `objects` and `refs` directories (in the common directory that a
-/// `commondir` file names, for a linked worktree), all beneath the root.
-fn is_git_dir(root: &Root, dir: &Beneath) -> bool {
-    let common = match root.read(&dir.path.join("commondir")) {
-        Ok(Some(content)) => dir.path.join(OsStr::from_bytes(content.trim_ascii_end())),
-        Ok(None) => dir.path.clone(),
-        Err(_) => return false,
+/// git's `is_git_directory`: a `HEAD`, then `objects` and `refs` directories in the common directory (the one a
+/// linked worktree's `commondir` file names, else `dir` itself), all beneath the root. `Ok(None)`: not a git
+/// directory. One of those paths leading outside the root is refused: git would read it.
+fn git_repository(root: &Root, dir: Beneath) -> Result<Option<GitDir>, FindError> {
+    let exists = |path: PathBuf| match root.exists(&path) {
+        Ok(exists) => Ok(exists),
+        Err(err @ ConfineError::Outside { .. }) => Err(err),
+        Err(ConfineError::Io { .. }) => Ok(false),
     };
-    let exists = |path: PathBuf| matches!(root.exists(&path), Ok(true));
-    exists(dir.path.join("HEAD")) && exists(common.join("objects")) && exists(common.join("refs"))
+    if !exists(dir.path.join("HEAD"))? {
+        return Ok(None);
+    }
+    let common = match root.read(&dir.path.join("commondir")) {
+        Ok(Some(content)) => {
+            // git takes the path as written, relative to the git directory, and resolves it (`get_common_dir`).
+            let named = dir.path.join(OsStr::from_bytes(content.trim_ascii_end()));
+            let Some(common) = root.resolve(&named)? else { return Ok(None) };
+            Some(common)
+        }
+        Ok(None) => None,
+        Err(err @ ConfineError::Outside { .. }) => return Err(err.into()),
+        Err(ConfineError::Io { .. }) => return Ok(None),
+    };
+    let common_path = common.as_ref().map_or(&dir.path, |common| &common.path);
+    if !exists(common_path.join("objects"))? || !exists(common_path.join("refs"))? {
+        return Ok(None);
+    }
+    Ok(Some((dir, common)))
 }
 
 /// Checks that every directory `repo` reads lies beneath the root (its common directory, its object directory,
 /// every alternate, recursively), and that a client of another uid may read them.
-fn confine_repository(root: &Root, repo: &Found, git_dir: Beneath, client: &Client<'_>) -> Result<(), FindError> {
-    let mut dirs = vec![git_dir];
-    if repo.common_dir != repo.git_dir {
-        let common = &repo.common_dir;
-        dirs.push(root.resolve(common)?.ok_or_else(|| FindError::NotARepository(common.clone()))?);
-    }
-    let mut queue = vec![(absolute(client, &repo.objects_dir)?, 0)];
+fn confine_repository(
+    root: &Root,
+    repo: &Found,
+    git_dir: Beneath,
+    common: Option<Beneath>,
+    client: &Client<'_>,
+) -> Result<(), FindError> {
+    let mut dirs: Vec<Beneath> = [Some(git_dir), common].into_iter().flatten().collect();
+    let mut queue = vec![(repo.objects_dir.clone(), 0)];
     if let Some(list) = &repo.env.alternate_object_directories {
         for entry in list.as_bytes().split(|&b| b == b':').filter(|entry| !entry.is_empty()) {
             queue.push((absolute(client, Path::new(OsStr::from_bytes(entry)))?, 1));

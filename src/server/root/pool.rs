@@ -214,7 +214,8 @@ impl Pool {
             return Ok(lease);
         }
         let started = Instant::now();
-        let repo = Repository::at(found.git_dir, &found.env).map_err(LeaseError::Repository)?;
+        let repo = Repository::at_layout(found.git_dir, found.common_dir, found.objects_dir.clone(), &found.env)
+            .map_err(LeaseError::Repository)?;
         let config = ConfigStamp::of(&repo.config_files);
         let Assembled { repo, store, stream: mut session } =
             settings::assemble_for(repo, &self.cli, &found.env, Use::Daemon)?;
