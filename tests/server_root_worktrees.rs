@@ -1,8 +1,10 @@
-//! `cat-blobd serve --root`: a linked worktree's `commondir` is read beneath the root like every other path that
-//! finds a repository. One whose `commondir` names a directory outside the root, is a symlink leading out, or
+//! `cat-blobd serve --root`: a linked worktree's `commondir`, and a repository's configuration files and their
+//! includes, are read beneath the root like every other path that finds a repository. One whose `commondir` names a directory outside the root, is a symlink leading out, or
 //! names a path through a symlink leading out is refused (`fatal: ... is outside the root ...`, exit 128, and the
 //! daemon logs it) before anything outside is opened, as is a repository whose `objects` leads out; the linked
-//! worktrees inside the root are served as git serves them.
+//! worktrees inside the root are served as git serves them. So is a repository whose `config` is a symlink leading
+//! out, or includes a file outside (by an absolute path, a relative one, or through an include inside the root);
+//! includes inside the root are served as git serves them.
 use std::path::{Path, PathBuf};
 
 use crate::server_root::{Forge, connect_cat_file, git, same_as_git, stop};
@@ -61,6 +63,59 @@ fn server_root_refuses_a_linked_worktree_whose_commondir_leads_outside() {
     daemon.wait_for_log_count("outcome=refused", cases.len());
     // The linked worktrees inside the root are answered as git answers them, before and after the refusals.
     same_as_git(&socket, &root.join("plain/linked"), &[]);
+    let log = stop(daemon);
+    assert_eq!(log.matches("is outside the root").count(), cases.len(), "{log}");
+}
+
+#[test]
+fn server_root_refuses_a_repository_whose_config_leads_outside() {
+    let forge = Forge::new();
+    let root = forge.root();
+    let outside_include = forge.outside().join("include");
+    std::fs::write(&outside_include, "[core]\n\tbigFileThreshold = 1k\n").unwrap();
+    let bare = |name: &str| {
+        git(&root, &["clone", "-q", "--bare", "--no-local", "plain/work", name]);
+        root.join(name)
+    };
+    let include = |repo: &Path, path: &str| {
+        git(repo, &["config", "--add", "include.path", path]);
+    };
+    let symlinked = bare("config-link.git");
+    std::fs::remove_file(symlinked.join("config")).unwrap();
+    std::os::unix::fs::symlink(forge.outside().join("secret/.git/config"), symlinked.join("config")).unwrap();
+    let absolute = bare("include-absolute.git");
+    include(&absolute, outside_include.to_str().unwrap());
+    let relative = bare("include-relative.git");
+    include(&relative, "../../outside/include");
+    // An include inside the root that includes the file outside.
+    let nested = bare("include-nested.git");
+    std::fs::write(root.join("nested.inc"), format!("[include]\n\tpath = {}\n", outside_include.display())).unwrap();
+    include(&nested, "../nested.inc");
+    // An include inside the root: served as git serves it.
+    let inside = bare("include-inside.git");
+    std::fs::write(root.join("inside.inc"), "[core]\n\tbigFileThreshold = 1k\n").unwrap();
+    include(&inside, "../inside.inc");
+    let mut daemon = forge.daemon(&[]);
+    let socket = daemon.socket.clone();
+    let real_root = root.canonicalize().unwrap();
+    let cases = [
+        ("a symlinked config", symlinked, "config-link.git/config".to_owned()),
+        ("an absolute include", absolute, outside_include.display().to_string()),
+        ("a relative include", relative, "../../outside/include".into()),
+        ("a nested include", nested, outside_include.display().to_string()),
+    ];
+    for (what, dir, named) in &cases {
+        let ran = connect_cat_file(&socket, dir, &["--batch-check"], b"HEAD\n", &[]);
+        assert_eq!(ran.status.code(), Some(128), "{what}: {}", escape(&ran.stderr));
+        assert!(ran.stdout.is_empty(), "{what}: {}", escape(&ran.stdout));
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert!(stderr.starts_with("fatal: "), "{what}: {stderr}");
+        assert!(stderr.contains(named.as_str()), "{what}: {named:?} not in {stderr}");
+        let outside = format!("is outside the root '{}'", real_root.display());
+        assert!(stderr.contains(&outside), "{what}: {stderr}");
+    }
+    daemon.wait_for_log_count("outcome=refused", cases.len());
+    same_as_git(&socket, &inside, &[]);
     let log = stop(daemon);
     assert_eq!(log.matches("is outside the root").count(), cases.len(), "{log}");
 }

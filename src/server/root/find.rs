@@ -2,7 +2,9 @@
 //! client's working directory), else walking up from that directory to the root (`.git` directories, `.git`
 //! files, bare repositories), stopping at the client's `GIT_CEILING_DIRECTORIES`. Every path read on the way,
 //! and the repository's common directory, object directory and alternates, is resolved beneath the root
-//! ([`Root::resolve`]): a repository that reaches outside it is refused before anything there is looked at.
+//! ([`Root::resolve`]): a repository that reaches outside it is refused before anything there is looked at. Its
+//! configuration files and their includes are read beneath the root too, before the pool opens it
+//! ([`confine_config`]).
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -14,6 +16,8 @@ use crate::wire::protocol::Hello;
 
 /// git stops following alternates deeper than this (`link_alt_odb_entries`).
 const MAX_ALTERNATE_DEPTH: usize = 5;
+/// git (and gix-config, which reads the configuration) stop following includes deeper than this.
+const MAX_INCLUDE_DEPTH: usize = 10;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FindError {
@@ -232,4 +236,58 @@ fn confine_repository(
         return Err(FindError::Unreadable { path: dir.path.clone(), uid: client.uid });
     }
     Ok(())
+}
+
+/// Checks that the repository's own configuration files (`config`, and `config.worktree` where
+/// `extensions.worktreeConfig` enables it) and every file they include lie beneath the root, reading each through
+/// it, before the pool opens the repository (whose configuration gix-config then reads by path). Every
+/// `includeIf` is followed whatever its condition: one leading outside is refused even where git would not take
+/// it. The daemon's own system and global files are its configuration, not the repository's.
+pub(crate) fn confine_config(root: &Root, repo: &Found) -> Result<(), FindError> {
+    let local = repo.common_dir.join("config");
+    let Some(bytes) = root.read(&local)? else { return Ok(()) };
+    let mut queue = vec![(local, bytes, 0)];
+    let mut first = true;
+    while let Some((path, bytes, depth)) = queue.pop() {
+        let meta = gix_config::file::Metadata::from(gix_config::Source::Local).at(&path);
+        // A file gix-config cannot parse makes opening the repository fail, as it does in git.
+        let Ok(config) = gix_config::File::from_bytes_no_includes(&bytes, meta, Default::default()) else { continue };
+        if std::mem::take(&mut first)
+            && config.boolean("extensions.worktreeConfig").ok().flatten().unwrap_or(false)
+            && let Some(bytes) = root.read(&repo.git_dir.join("config.worktree"))?
+        {
+            queue.push((repo.git_dir.join("config.worktree"), bytes, 0));
+        }
+        if depth == MAX_INCLUDE_DEPTH {
+            continue;
+        }
+        for included in includes(&config, &path, repo.env.home.as_deref()) {
+            if let Some(bytes) = root.read(&included)? {
+                queue.push((included, bytes, depth + 1));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The files `config` (read from `path`) includes, as gix-config resolves them: `~` and `%(prefix)`
+/// interpolated (a path that cannot be is skipped), relative ones against the directory of `path`.
+fn includes(config: &gix_config::File, path: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let context = gix_config::path::interpolate::Context {
+        git_install_dir: None,
+        home_dir: home,
+        home_for_user: Some(gix_config::path::interpolate::home_for_user),
+    };
+    let base = path.parent().unwrap_or(Path::new("/"));
+    config
+        .sections()
+        .filter(|section| {
+            let header = section.header();
+            let name = header.name();
+            (name == "include" && header.subsection_name().is_none())
+                || (name == "includeIf" && header.subsection_name().is_some())
+        })
+        .flat_map(|section| section.values("path"))
+        .filter_map(|value| gix_config::Path::from(value).interpolate(context).ok().map(|p| base.join(p)))
+        .collect()
 }
