@@ -98,7 +98,7 @@ impl ConfigStamp {
 
 /// Where a git directory's shared state and its objects are: its `commondir` (a linked worktree's), else
 /// itself; `GIT_OBJECT_DIRECTORY`, else `<common dir>/objects`. Nothing else of the repository is read.
-pub(crate) fn layout(git_dir: &Path, env: &Environment) -> (PathBuf, PathBuf) {
+fn layout(git_dir: &Path, env: &Environment) -> (PathBuf, PathBuf) {
     let common_dir = match std::fs::read(git_dir.join("commondir")) {
         Ok(content) => git_dir.join(OsStr::from_bytes(content.trim_ascii_end())),
         Err(_) => git_dir.to_owned(),
@@ -155,8 +155,29 @@ impl Repository {
         Repository::open(git_dir, Found::Explicit, env)
     }
 
+    /// Opens a git directory whose common and object directories are known already: a `--root` daemon found
+    /// them beneath its root, and must not read `commondir` again where it could lead elsewhere.
+    pub(crate) fn at_layout(
+        git_dir: PathBuf,
+        common_dir: PathBuf,
+        objects_dir: PathBuf,
+        env: &Environment,
+    ) -> Result<Repository, RepoError> {
+        Repository::open_layout(git_dir, common_dir, objects_dir, Found::Explicit, env)
+    }
+
     fn open(git_dir: PathBuf, found: Found, env: &Environment) -> Result<Repository, RepoError> {
         let (common_dir, objects_dir) = layout(&git_dir, env);
+        Repository::open_layout(git_dir, common_dir, objects_dir, found, env)
+    }
+
+    fn open_layout(
+        git_dir: PathBuf,
+        common_dir: PathBuf,
+        objects_dir: PathBuf,
+        found: Found,
+        env: &Environment,
+    ) -> Result<Repository, RepoError> {
         let object_hash = read_object_format(&common_dir.join("config"))?;
         let compat_object_format = has_compat_object_format(&common_dir.join("config"));
         let (config, config_files) = read_config(&git_dir, &common_dir, &found, env)?;

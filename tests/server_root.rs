@@ -114,7 +114,7 @@ impl Forge {
         self.top.path().join("root")
     }
 
-    fn outside(&self) -> PathBuf {
+    pub(crate) fn outside(&self) -> PathBuf {
         self.top.path().join("outside")
     }
 

@@ -111,6 +111,7 @@ impl Repos {
             Ok(lease) => Ok(Served::Root(lease)),
             Err(LeaseError::Repository(err)) => Err(Refusal::Elsewhere(FindError::Repository(err))),
             Err(LeaseError::Settings(err)) => Err(Refusal::Fatal(err)),
+            Err(LeaseError::Confined(err)) => Err(Refusal::Elsewhere(err)),
         }
     }
 }

@@ -2,18 +2,22 @@
 //! client's working directory), else walking up from that directory to the root (`.git` directories, `.git`
 //! files, bare repositories), stopping at the client's `GIT_CEILING_DIRECTORIES`. Every path read on the way,
 //! and the repository's common directory, object directory and alternates, is resolved beneath the root
-//! ([`Root::resolve`]): a repository that reaches outside it is refused before anything there is looked at.
+//! ([`Root::resolve`]): a repository that reaches outside it is refused before anything there is looked at. Its
+//! configuration files and their includes are read beneath the root too, before the pool opens it
+//! ([`confine_config`]).
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use super::confine::{Beneath, ConfineError, Root};
 use crate::fatal::Bytes;
-use crate::repo::{self, Environment, RepoError};
+use crate::repo::{Environment, RepoError};
 use crate::wire::protocol::Hello;
 
 /// git stops following alternates deeper than this (`link_alt_odb_entries`).
 const MAX_ALTERNATE_DEPTH: usize = 5;
+/// git (and gix-config, which reads the configuration) stop following includes deeper than this.
+const MAX_INCLUDE_DEPTH: usize = 10;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FindError {
@@ -60,13 +64,21 @@ pub(crate) fn find(root: &Root, client: &Client<'_>) -> Result<Found, FindError>
         Some(dir) => {
             let dir = absolute(client, dir)?;
             let found = root.resolve(&dir)?.ok_or_else(|| FindError::NotARepository(dir.clone()))?;
-            follow_gitfile(root, found)?.filter(|dir| is_git_dir(root, dir)).ok_or(FindError::NotARepository(dir))?
+            match follow_gitfile(root, found)? {
+                Some(git_dir) => git_repository(root, git_dir)?.ok_or(FindError::NotARepository(dir))?,
+                None => return Err(FindError::NotARepository(dir)),
+            }
         }
         None => walk_up(root, client)?,
     };
-    let (common_dir, objects_dir) = repo::layout(&git_dir.path, &env);
+    let (git_dir, common) = git_dir;
+    let objects_dir = match &env.object_directory {
+        Some(dir) => absolute(client, dir)?,
+        None => common.as_ref().map_or(&git_dir.path, |common| &common.path).join("objects"),
+    };
+    let common_dir = common.as_ref().map_or(&git_dir.path, |common| &common.path).clone();
     let found = Found { git_dir: git_dir.path.clone(), common_dir, objects_dir, env };
-    confine_repository(root, &found, git_dir, client)?;
+    confine_repository(root, &found, git_dir, common, client)?;
     Ok(found)
 }
 
@@ -98,8 +110,11 @@ fn absolute(client: &Client<'_>, path: &Path) -> Result<PathBuf, FindError> {
     Ok(client.cwd.as_ref().ok_or(FindError::NoDirectory)?.join(path))
 }
 
+/// A git directory and, for a linked worktree, its common directory: both beneath the root.
+type GitDir = (Beneath, Option<Beneath>);
+
 /// Walks up from the client's directory to the root (never above it), as git's discovery does.
-fn walk_up(root: &Root, client: &Client<'_>) -> Result<Beneath, FindError> {
+fn walk_up(root: &Root, client: &Client<'_>) -> Result<GitDir, FindError> {
     let cwd = client.cwd.as_ref().ok_or(FindError::NoDirectory)?;
     let ceilings = ceilings(client);
     let start = root.resolve(cwd)?.ok_or_else(|| FindError::NotARepository(cwd.clone()))?;
@@ -109,18 +124,18 @@ fn walk_up(root: &Root, client: &Client<'_>) -> Result<Beneath, FindError> {
     loop {
         if let Some(dot_git) = root.resolve(&dir.join(".git"))?
             && let Some(git_dir) = follow_gitfile(root, dot_git)?
-            && is_git_dir(root, &git_dir)
+            && let Some(found) = git_repository(root, git_dir)?
         {
-            return Ok(git_dir);
+            return Ok(found);
         }
         let here = match resolved.take() {
             Some(here) => Some(here),
             None => root.resolve(&dir)?,
         };
         if let Some(here) = here
-            && is_git_dir(root, &here)
+            && let Some(found) = git_repository(root, here)?
         {
-            return Ok(here);
+            return Ok(found);
         }
         match dir.parent() {
             Some(parent) if dir != root.path() && !ceilings.iter().any(|ceiling| ceiling == parent) => {
@@ -153,27 +168,47 @@ fn follow_gitfile(root: &Root, found: Beneath) -> Result<Option<Beneath>, FindEr
     Ok(root.resolve(&target)?.filter(Beneath::is_dir))
 }
 
-/// git's `is_git_directory`: a `HEAD`, and `objects` and `refs` directories (in the common directory that a
-/// `commondir` file names, for a linked worktree), all beneath the root.
-fn is_git_dir(root: &Root, dir: &Beneath) -> bool {
-    let common = match root.read(&dir.path.join("commondir")) {
-        Ok(Some(content)) => dir.path.join(OsStr::from_bytes(content.trim_ascii_end())),
-        Ok(None) => dir.path.clone(),
-        Err(_) => return false,
+/// git's `is_git_directory`: a `HEAD`, then `objects` and `refs` directories in the common directory (the one a
+/// linked worktree's `commondir` file names, else `dir` itself), all beneath the root. `Ok(None)`: not a git
+/// directory. One of those paths leading outside the root is refused: git would read it.
+fn git_repository(root: &Root, dir: Beneath) -> Result<Option<GitDir>, FindError> {
+    let exists = |path: PathBuf| match root.exists(&path) {
+        Ok(exists) => Ok(exists),
+        Err(err @ ConfineError::Outside { .. }) => Err(err),
+        Err(ConfineError::Io { .. }) => Ok(false),
     };
-    let exists = |path: PathBuf| matches!(root.exists(&path), Ok(true));
-    exists(dir.path.join("HEAD")) && exists(common.join("objects")) && exists(common.join("refs"))
+    if !exists(dir.path.join("HEAD"))? {
+        return Ok(None);
+    }
+    let common = match root.read(&dir.path.join("commondir")) {
+        Ok(Some(content)) => {
+            // git takes the path as written, relative to the git directory, and resolves it (`get_common_dir`).
+            let named = dir.path.join(OsStr::from_bytes(content.trim_ascii_end()));
+            let Some(common) = root.resolve(&named)? else { return Ok(None) };
+            Some(common)
+        }
+        Ok(None) => None,
+        Err(err @ ConfineError::Outside { .. }) => return Err(err.into()),
+        Err(ConfineError::Io { .. }) => return Ok(None),
+    };
+    let common_path = common.as_ref().map_or(&dir.path, |common| &common.path);
+    if !exists(common_path.join("objects"))? || !exists(common_path.join("refs"))? {
+        return Ok(None);
+    }
+    Ok(Some((dir, common)))
 }
 
 /// Checks that every directory `repo` reads lies beneath the root (its common directory, its object directory,
 /// every alternate, recursively), and that a client of another uid may read them.
-fn confine_repository(root: &Root, repo: &Found, git_dir: Beneath, client: &Client<'_>) -> Result<(), FindError> {
-    let mut dirs = vec![git_dir];
-    if repo.common_dir != repo.git_dir {
-        let common = &repo.common_dir;
-        dirs.push(root.resolve(common)?.ok_or_else(|| FindError::NotARepository(common.clone()))?);
-    }
-    let mut queue = vec![(absolute(client, &repo.objects_dir)?, 0)];
+fn confine_repository(
+    root: &Root,
+    repo: &Found,
+    git_dir: Beneath,
+    common: Option<Beneath>,
+    client: &Client<'_>,
+) -> Result<(), FindError> {
+    let mut dirs: Vec<Beneath> = [Some(git_dir), common].into_iter().flatten().collect();
+    let mut queue = vec![(repo.objects_dir.clone(), 0)];
     if let Some(list) = &repo.env.alternate_object_directories {
         for entry in list.as_bytes().split(|&b| b == b':').filter(|entry| !entry.is_empty()) {
             queue.push((absolute(client, Path::new(OsStr::from_bytes(entry)))?, 1));
@@ -201,4 +236,58 @@ fn confine_repository(root: &Root, repo: &Found, git_dir: Beneath, client: &Clie
         return Err(FindError::Unreadable { path: dir.path.clone(), uid: client.uid });
     }
     Ok(())
+}
+
+/// Checks that the repository's own configuration files (`config`, and `config.worktree` where
+/// `extensions.worktreeConfig` enables it) and every file they include lie beneath the root, reading each through
+/// it, before the pool opens the repository (whose configuration gix-config then reads by path). Every
+/// `includeIf` is followed whatever its condition: one leading outside is refused even where git would not take
+/// it. The daemon's own system and global files are its configuration, not the repository's.
+pub(crate) fn confine_config(root: &Root, repo: &Found) -> Result<(), FindError> {
+    let local = repo.common_dir.join("config");
+    let Some(bytes) = root.read(&local)? else { return Ok(()) };
+    let mut queue = vec![(local, bytes, 0)];
+    let mut first = true;
+    while let Some((path, bytes, depth)) = queue.pop() {
+        let meta = gix_config::file::Metadata::from(gix_config::Source::Local).at(&path);
+        // A file gix-config cannot parse makes opening the repository fail, as it does in git.
+        let Ok(config) = gix_config::File::from_bytes_no_includes(&bytes, meta, Default::default()) else { continue };
+        if std::mem::take(&mut first)
+            && config.boolean("extensions.worktreeConfig").ok().flatten().unwrap_or(false)
+            && let Some(bytes) = root.read(&repo.git_dir.join("config.worktree"))?
+        {
+            queue.push((repo.git_dir.join("config.worktree"), bytes, 0));
+        }
+        if depth == MAX_INCLUDE_DEPTH {
+            continue;
+        }
+        for included in includes(&config, &path, repo.env.home.as_deref()) {
+            if let Some(bytes) = root.read(&included)? {
+                queue.push((included, bytes, depth + 1));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The files `config` (read from `path`) includes, as gix-config resolves them: `~` and `%(prefix)`
+/// interpolated (a path that cannot be is skipped), relative ones against the directory of `path`.
+fn includes(config: &gix_config::File, path: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let context = gix_config::path::interpolate::Context {
+        git_install_dir: None,
+        home_dir: home,
+        home_for_user: Some(gix_config::path::interpolate::home_for_user),
+    };
+    let base = path.parent().unwrap_or(Path::new("/"));
+    config
+        .sections()
+        .filter(|section| {
+            let header = section.header();
+            let name = header.name();
+            (name == "include" && header.subsection_name().is_none())
+                || (name == "includeIf" && header.subsection_name().is_some())
+        })
+        .flat_map(|section| section.values("path"))
+        .filter_map(|value| gix_config::Path::from(value).interpolate(context).ok().map(|p| base.join(p)))
+        .collect()
 }

@@ -3,7 +3,8 @@
 //! ```text
 //! confine   the root: paths resolved beneath it by the kernel (openat2 RESOLVE_BENEATH), never outside it
 //! find      a client's repository, found as git finds it from the client's directory and GIT_* variables,
-//!           every directory it reads (git dir, common dir, objects, alternates) confined to the root
+//!           every path it reads (git dir, commondir, common dir, objects, alternates, the repository's
+//!           config files and their includes) confined to the root
 //! pool      the repositories opened so far, shared by their clients, closed idle-longest first past the
 //!           memory budget or --max-open-repositories; never one with clients
 //! ```

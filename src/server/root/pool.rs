@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::confine::Root;
-use super::find::Found;
+use super::find::{self, FindError, Found};
 use crate::cli::Cli;
 use crate::fast_import::SessionConfig;
 use crate::repo::{ConfigStamp, RepoError, Repository};
@@ -27,6 +27,9 @@ pub(crate) enum LeaseError {
     Repository(RepoError),
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    /// Its configuration files, or one they include, lead outside the root.
+    #[error(transparent)]
+    Confined(FindError),
 }
 
 /// What bounds the pool.
@@ -214,7 +217,9 @@ impl Pool {
             return Ok(lease);
         }
         let started = Instant::now();
-        let repo = Repository::at(found.git_dir, &found.env).map_err(LeaseError::Repository)?;
+        find::confine_config(&self.root, &found).map_err(LeaseError::Confined)?;
+        let repo = Repository::at_layout(found.git_dir, found.common_dir, found.objects_dir.clone(), &found.env)
+            .map_err(LeaseError::Repository)?;
         let config = ConfigStamp::of(&repo.config_files);
         let Assembled { repo, store, stream: mut session } =
             settings::assemble_for(repo, &self.cli, &found.env, Use::Daemon)?;
