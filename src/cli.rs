@@ -242,7 +242,7 @@ pub struct ServeCli {
 
     /// One line per connection on stderr: `text` (key=value) or `json`.
     #[arg(long, value_name = "FORMAT", default_value = "text")]
-    pub log_format: crate::server::log::LogFormat,
+    pub log_format: LogFormat,
 
     /// Serve every repository under DIR (bare ones, work trees' `.git`, linked worktrees, with alternates under
     /// DIR), each client's found as git finds it from the client, instead of one repository.
@@ -301,6 +301,33 @@ pub struct ConnectArgs {
 
 /// The word that selects the cat-file front end, after `cat-blobd` or after `cat-blobd connect`'s own flags: the
 /// word a hello's command line starts with for that front end.
+/// The daemon's `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// `2026-01-02T03:04:05.678Z connection conn=1 kind=connect uid=1000 … outcome=ok`
+    #[default]
+    Text,
+    /// `{"ts":"2026-01-02T03:04:05.678Z","event":"connection","conn":1,…}`
+    Json,
+}
+
+/// A `--log-format` that is neither.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid log format '{0}': expected text or json")]
+pub struct LogFormatError(String);
+
+impl std::str::FromStr for LogFormat {
+    type Err = LogFormatError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            _ => Err(LogFormatError(s.to_owned())),
+        }
+    }
+}
+
 pub use crate::wire::protocol::CAT_FILE;
 
 /// Splits `cat-blobd connect`'s arguments (after the word `connect`). The usual command line (`--socket`, perhaps
@@ -555,7 +582,7 @@ mod tests {
         assert_eq!(serve.grace, std::time::Duration::from_millis(500));
         assert_eq!(serve.stream.threads, Some(2));
         assert_eq!(serve.stream.delta_cache_size, 1 << 20);
-        assert_eq!(serve.log_format, crate::server::log::LogFormat::Json);
+        assert_eq!(serve.log_format, LogFormat::Json);
         assert!(ServeCli::try_parse_from(["cat-blobd serve", "--socket=/s", "--socket-mode=999"]).is_err());
         assert!(ServeCli::try_parse_from(["cat-blobd serve", "--socket=/s", "--quiet"]).is_err());
     }

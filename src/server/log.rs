@@ -8,7 +8,6 @@
 //! in `cat-blobd stats`.
 use std::fmt::Write as _;
 use std::os::fd::{AsFd, OwnedFd};
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -18,31 +17,7 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 /// Lines waiting for the writer thread at most.
 const QUEUE_LINES: usize = 4096;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum LogFormat {
-    /// `2026-01-02T03:04:05.678Z connection conn=1 kind=connect uid=1000 … outcome=ok`
-    #[default]
-    Text,
-    /// `{"ts":"2026-01-02T03:04:05.678Z","event":"connection","conn":1,…}`
-    Json,
-}
-
-/// A `--log-format` that is neither.
-#[derive(Debug, thiserror::Error)]
-#[error("invalid log format '{0}': expected text or json")]
-pub struct LogFormatError(String);
-
-impl FromStr for LogFormat {
-    type Err = LogFormatError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "text" => Ok(LogFormat::Text),
-            "json" => Ok(LogFormat::Json),
-            _ => Err(LogFormatError(s.to_owned())),
-        }
-    }
-}
+pub use crate::cli::LogFormat;
 
 /// One value of a log line.
 #[derive(Debug, Clone, Copy)]
