@@ -204,6 +204,28 @@ fn server_root_serves_every_shape_of_repository_like_git() {
 }
 
 /// Stops the daemon with SIGTERM; it must exit 0. Its whole log.
+/// A client in `dir` is refused: exit 128, nothing on stdout, one `fatal:` naming `named` and, when given, that it
+/// is outside `root`.
+#[track_caller]
+pub(crate) fn assert_refused(
+    socket: &Path,
+    what: &str,
+    dir: &Path,
+    env: &[(&str, &Path)],
+    named: &str,
+    root: Option<&Path>,
+) {
+    let ran = connect_cat_file(socket, dir, &["--batch-check"], b"HEAD\n", env);
+    assert_eq!(ran.status.code(), Some(128), "{what}: {}", escape(&ran.stderr));
+    assert!(ran.stdout.is_empty(), "{what}: {}", escape(&ran.stdout));
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(stderr.starts_with("fatal: "), "{what}: {stderr}");
+    assert!(stderr.contains(named), "{what}: {named:?} not in {stderr}");
+    if let Some(root) = root {
+        assert!(stderr.contains(&format!("is outside the root '{}'", root.display())), "{what}: {stderr}");
+    }
+}
+
 pub(crate) fn stop(mut daemon: Daemon) -> String {
     daemon.signal(rustix::process::Signal::TERM);
     assert!(daemon.wait().success(), "{}", daemon.log());
@@ -259,15 +281,8 @@ fn server_root_refuses_escapes_and_what_is_no_repository() {
         ("no repository", root.join("empty/dir"), vec![], "not a git repository".into()),
     ];
     for (what, dir, env, named) in &cases {
-        let ran = connect_cat_file(&socket, dir, &["--batch-check"], b"HEAD\n", env);
-        assert_eq!(ran.status.code(), Some(128), "{what}: {}", escape(&ran.stderr));
-        assert!(ran.stdout.is_empty(), "{what}: {}", escape(&ran.stdout));
-        let stderr = String::from_utf8_lossy(&ran.stderr);
-        assert!(stderr.starts_with("fatal: "), "{what}: {stderr}");
-        assert!(stderr.contains(named.as_str()), "{what}: {named:?} not in {stderr}");
-        if *what != "no repository" {
-            assert!(stderr.contains(&format!("the root '{}'", real_root.display())), "{what}: {stderr}");
-        }
+        let root = (*what != "no repository").then_some(real_root.as_path());
+        assert_refused(&socket, what, dir, env, named, root);
     }
     daemon.wait_for_log_count("outcome=refused", cases.len());
     // The refusals changed nothing for a repository under the root.

@@ -7,8 +7,7 @@
 //! includes inside the root are served as git serves them.
 use std::path::{Path, PathBuf};
 
-use crate::server_root::{Forge, connect_cat_file, git, same_as_git, stop};
-use crate::util::escape;
+use crate::server_root::{Forge, assert_refused, git, same_as_git, stop};
 
 /// A new linked worktree `name` of the forge's work tree: its work tree and its git directory.
 fn worktree(root: &Path, name: &str) -> (PathBuf, PathBuf) {
@@ -51,14 +50,7 @@ fn server_root_refuses_a_linked_worktree_whose_commondir_leads_outside() {
         ("an objects symlink", root.join("objects-out.git"), vec![], "objects-out.git/objects".into()),
     ];
     for (what, dir, env, named) in &cases {
-        let ran = connect_cat_file(&socket, dir, &["--batch-check"], b"HEAD\n", env);
-        assert_eq!(ran.status.code(), Some(128), "{what}: {}", escape(&ran.stderr));
-        assert!(ran.stdout.is_empty(), "{what}: {}", escape(&ran.stdout));
-        let stderr = String::from_utf8_lossy(&ran.stderr);
-        assert!(stderr.starts_with("fatal: "), "{what}: {stderr}");
-        assert!(stderr.contains(named.as_str()), "{what}: {named:?} not in {stderr}");
-        let outside = format!("is outside the root '{}'", real_root.display());
-        assert!(stderr.contains(&outside), "{what}: {stderr}");
+        assert_refused(&socket, what, dir, env, named, Some(&real_root));
     }
     daemon.wait_for_log_count("outcome=refused", cases.len());
     // The linked worktrees inside the root are answered as git answers them, before and after the refusals.
@@ -105,14 +97,7 @@ fn server_root_refuses_a_repository_whose_config_leads_outside() {
         ("a nested include", nested, outside_include.display().to_string()),
     ];
     for (what, dir, named) in &cases {
-        let ran = connect_cat_file(&socket, dir, &["--batch-check"], b"HEAD\n", &[]);
-        assert_eq!(ran.status.code(), Some(128), "{what}: {}", escape(&ran.stderr));
-        assert!(ran.stdout.is_empty(), "{what}: {}", escape(&ran.stdout));
-        let stderr = String::from_utf8_lossy(&ran.stderr);
-        assert!(stderr.starts_with("fatal: "), "{what}: {stderr}");
-        assert!(stderr.contains(named.as_str()), "{what}: {named:?} not in {stderr}");
-        let outside = format!("is outside the root '{}'", real_root.display());
-        assert!(stderr.contains(&outside), "{what}: {stderr}");
+        assert_refused(&socket, what, dir, &[], named, Some(&real_root));
     }
     daemon.wait_for_log_count("outcome=refused", cases.len());
     same_as_git(&socket, &inside, &[]);
