@@ -185,6 +185,17 @@ impl Pack {
         self.mapped().as_ref().map_err(|why| Damage::Unusable(Arc::clone(why)))
     }
 
+    /// Starts fetching the entry header at `offset`, and the kind memo's slot for it: a chain walk reads both
+    /// for each link, and neither address depends on the other's bytes.
+    pub(in crate::store) fn prefetch_entry(&self, offset: u64) {
+        self.kind_memo().prefetch(offset);
+        if let Ok(data) = self.data()
+            && let Some(at) = data.entry_slice(offset..offset + 1).and_then(<[u8]>::first)
+        {
+            super::prefetch::prefetch(at);
+        }
+    }
+
     /// The entry header at `offset`.
     pub(in crate::store) fn entry(&self, offset: u64) -> Result<Entry, Damage> {
         let data = self.data()?;
