@@ -34,6 +34,10 @@ pub(crate) trait Job: Send {
     type Worker: Send;
     type Error: Send;
     fn run(self, worker: &mut Self::Worker) -> Result<Response, Self::Error>;
+
+    /// Called for the next two jobs of a batch before a job runs (`far` for the second): a job may start fetching
+    /// the memory it will read first, so that its misses overlap the work before it.
+    fn prefetch(&self, _worker: &mut Self::Worker, _far: bool) {}
 }
 
 /// Why a stream's output stopped: a job failed, or the fd could not take the bytes.
@@ -385,7 +389,14 @@ fn run_jobs<J: Job>(
     for batch in jobs {
         let mut done = Vec::with_capacity(batch.len());
         let mut bytes = 0;
-        for (seq, job) in batch {
+        let mut batch = batch.into_iter();
+        while let Some((seq, job)) = batch.next() {
+            if let Some((_, far)) = batch.as_slice().get(1) {
+                far.prefetch(worker, true);
+            }
+            if let Some((_, next)) = batch.as_slice().first() {
+                next.prefetch(worker, false);
+            }
             let item = match job.run(worker) {
                 Ok(response) => {
                     bytes += response.len();

@@ -185,6 +185,11 @@ impl Pack {
         self.mapped().as_ref().map_err(|why| Damage::Unusable(Arc::clone(why)))
     }
 
+    /// Starts fetching the index lines a lookup of `id` reads: see [`PackIndex::prefetch_lookup`].
+    pub(in crate::store) fn prefetch_lookup(&self, id: &oid, far: bool) {
+        self.index.prefetch_lookup(id, far);
+    }
+
     /// Starts fetching the entry header at `offset`, and the kind memo's slot for it: a chain walk reads both
     /// for each link, and neither address depends on the other's bytes.
     pub(in crate::store) fn prefetch_entry(&self, offset: u64) {

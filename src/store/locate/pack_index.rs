@@ -132,6 +132,32 @@ impl PackIndex {
         search(self.fan_range(bytes[0]), fan_keys(bytes[0]), id, |position| self.oid_at(position))
     }
 
+    /// Starts fetching the lines where the two-byte fan-out says `id` would be, in the ids and in the offsets (its
+    /// prefix holds a few ids: their lines are most often the lookup's and [`Self::offset_at`]'s only misses);
+    /// with `far`, only the fan-out's slot, whose read would otherwise wait for it. Nothing before the fan-out is
+    /// built.
+    pub(crate) fn prefetch_lookup(&self, id: &oid, far: bool) {
+        let Some(fine) = self.fine.get() else { return };
+        let bytes = id.as_bytes();
+        let at = usize::from(bytes[0]) << 8 | usize::from(bytes[1]);
+        if far {
+            super::prefetch::prefetch(&fine[at]);
+            return;
+        }
+        let (start, end) = (fine[at], fine[at + 1]);
+        if start == end || self.version != 2 {
+            return;
+        }
+        let (ids, stride) = self.id_layout();
+        let middle = (start + (end - start) / 2) as usize;
+        let offsets = ids + self.num_objects() as usize * (self.hash_len + 4) + middle * 4;
+        for at in [ids + middle * stride, offsets] {
+            if let Some(byte) = self.map.get(at) {
+                super::prefetch::prefetch(byte);
+            }
+        }
+    }
+
     /// Counts a lookup made without the fine fan-out; the one that reaches [`fine_after`] builds it, on its
     /// thread (the others search as before meanwhile).
     fn count_lookup(&self) {
