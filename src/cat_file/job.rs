@@ -83,7 +83,9 @@ impl<'s> Job for BatchJob<'s> {
 
     /// Random ids are looked up in an index far bigger than the caches: the next one's first lines are fetched
     /// while this one is answered.
-    fn prefetch(&self, worker: &mut Worker<'s>, far: bool) {
+    const AHEAD: usize = LookupHint::AHEAD;
+
+    fn prefetch(&self, worker: &mut Worker<'s>, ahead: usize) {
         let BatchJob::One(job) = self else { return };
         if job.place.is_some() {
             return;
@@ -92,7 +94,7 @@ impl<'s> Job for BatchJob<'s> {
             worker.lookup_hint = worker.store.lookup_hint();
         }
         if let Some(hint) = &worker.lookup_hint {
-            hint.prefetch(&job.id, far);
+            hint.prefetch(&job.id, ahead);
         }
     }
 }

@@ -35,9 +35,13 @@ pub(crate) trait Job: Send {
     type Error: Send;
     fn run(self, worker: &mut Self::Worker) -> Result<Response, Self::Error>;
 
-    /// Called for the next two jobs of a batch before a job runs (`far` for the second): a job may start fetching
-    /// the memory it will read first, so that its misses overlap the work before it.
-    fn prefetch(&self, _worker: &mut Self::Worker, _far: bool) {}
+    /// Jobs after the current one that [`Self::prefetch`] is called for.
+    const AHEAD: usize = 0;
+
+    /// Called before a job runs for each of the next [`Self::AHEAD`] jobs of its batch, the farthest first, with
+    /// how far ahead each is: a job may start fetching the memory it will read first, so that its misses overlap
+    /// the work before it.
+    fn prefetch(&self, _worker: &mut Self::Worker, _ahead: usize) {}
 }
 
 /// Why a stream's output stopped: a job failed, or the fd could not take the bytes.
@@ -391,11 +395,10 @@ fn run_jobs<J: Job>(
         let mut bytes = 0;
         let mut batch = batch.into_iter();
         while let Some((seq, job)) = batch.next() {
-            if let Some((_, far)) = batch.as_slice().get(1) {
-                far.prefetch(worker, true);
-            }
-            if let Some((_, next)) = batch.as_slice().first() {
-                next.prefetch(worker, false);
+            for ahead in (1..=J::AHEAD).rev() {
+                if let Some((_, next)) = batch.as_slice().get(ahead - 1) {
+                    next.prefetch(worker, ahead);
+                }
             }
             let item = match job.run(worker) {
                 Ok(response) => {

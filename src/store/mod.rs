@@ -402,12 +402,14 @@ impl Store {
 pub(crate) struct LookupHint(Arc<Pack>);
 
 impl LookupHint {
-    /// Starts fetching what a lookup of `id` reads first: with `far`, the two-byte fan-out's slot (for a request
-    /// two ahead); without, the lines of the ids and offsets that slot points to (for the next request, whose
-    /// slot was fetched one request ago). See [`locate::Pack::prefetch_lookup`].
-    pub(crate) fn prefetch(&self, id: &oid, far: bool) {
-        self.0.prefetch_lookup(id, far);
+    /// Starts fetching what the request for `id`, `ahead` requests after the current one (1 to [`Self::AHEAD`]),
+    /// reads first; see [`locate::Pack::prefetch_lookup`].
+    pub(crate) fn prefetch(&self, id: &oid, ahead: usize) {
+        self.0.prefetch_lookup(id, ahead);
     }
+
+    /// How many requests ahead [`Self::prefetch`] looks.
+    pub(crate) const AHEAD: usize = 3;
 }
 
 fn replace_error(id: &oid, damage: Damage) -> ReadError {

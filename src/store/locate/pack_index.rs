@@ -158,6 +158,11 @@ impl PackIndex {
         }
     }
 
+    /// Has the index its two-byte fan-out yet?
+    pub(crate) fn has_fine_fan(&self) -> bool {
+        self.fine.get().is_some()
+    }
+
     /// Counts a lookup made without the fine fan-out; the one that reaches [`fine_after`] builds it, on its
     /// thread (the others search as before meanwhile).
     fn count_lookup(&self) {
