@@ -87,7 +87,9 @@ impl<'s> Job for BatchJob<'s> {
 
     fn prefetch(&self, worker: &mut Worker<'s>, ahead: usize) {
         let BatchJob::One(job) = self else { return };
-        if job.place.is_some() {
+        // One ahead the entry header is fetched: only worth it when the answer reads it.
+        let reads_entry = job.contents || job.settings.needs_info(job.mailmap);
+        if job.place.is_some() || (ahead == 1 && !reads_entry) {
             return;
         }
         if worker.lookup_hint.is_none() {
