@@ -70,11 +70,11 @@ pub(crate) fn run(
         let cache = names.resolver.cache().clone();
         let new_worker = {
             let cache = cache.clone();
-            move || Worker { store, resolver: Resolver::sharing(cache.clone()), messages }
+            move || Worker { store, resolver: Resolver::sharing(cache.clone()), messages, lookup_hint: None }
         };
         let output = crate::engine::Output::new(io.stdout).count_bytes_into(io.live.clone());
         let mut engine = Engine::new(scope, output, repo.engine, new_worker);
-        let mut worker = Worker { store, resolver: Resolver::sharing(cache), messages };
+        let mut worker = Worker { store, resolver: Resolver::sharing(cache), messages, lookup_hint: None };
         let mut batch = Batch {
             names: &mut names,
             engine: &mut engine,

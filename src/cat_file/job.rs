@@ -13,13 +13,15 @@ use super::mailmap::Mailmap;
 use super::output::Messages;
 use crate::engine::Job;
 use crate::response::encode::Response;
-use crate::store::{Answer, Damage, Data, Info, Object, ObjectId, Place, ReadError, Resolver, Run, Store};
+use crate::store::{Answer, Damage, Data, Info, LookupHint, Object, ObjectId, Place, ReadError, Resolver, Run, Store};
 
 /// A resolver thread's scratch state.
 pub(crate) struct Worker<'s> {
     pub(crate) store: &'s Store,
     pub(crate) resolver: Resolver,
     pub(crate) messages: Messages<'s>,
+    /// The pack whose index the next requests' lookups are started in (see [`BatchJob::prefetch`]).
+    pub(crate) lookup_hint: Option<LookupHint>,
 }
 
 /// What every answer of one batch shares.
@@ -76,6 +78,25 @@ impl<'s> Job for BatchJob<'s> {
         match self {
             BatchJob::One(job) => job.answer(worker),
             BatchJob::Run(run) => run.answer(worker),
+        }
+    }
+
+    /// Random ids are looked up in an index far bigger than the caches: the next one's first lines are fetched
+    /// while this one is answered.
+    const AHEAD: usize = LookupHint::AHEAD;
+
+    fn prefetch(&self, worker: &mut Worker<'s>, ahead: usize) {
+        let BatchJob::One(job) = self else { return };
+        // One ahead the entry header is fetched: only worth it when the answer reads it.
+        let reads_entry = job.contents || job.settings.needs_info(job.mailmap);
+        if job.place.is_some() || (ahead == 1 && !reads_entry) {
+            return;
+        }
+        if worker.lookup_hint.is_none() {
+            worker.lookup_hint = worker.store.lookup_hint();
+        }
+        if let Some(hint) = &worker.lookup_hint {
+            hint.prefetch(&job.id, ahead);
         }
     }
 }

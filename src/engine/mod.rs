@@ -34,6 +34,14 @@ pub(crate) trait Job: Send {
     type Worker: Send;
     type Error: Send;
     fn run(self, worker: &mut Self::Worker) -> Result<Response, Self::Error>;
+
+    /// Jobs after the current one that [`Self::prefetch`] is called for.
+    const AHEAD: usize = 0;
+
+    /// Called before a job runs for each of the next [`Self::AHEAD`] jobs of its batch, the farthest first, with
+    /// how far ahead each is: a job may start fetching the memory it will read first, so that its misses overlap
+    /// the work before it.
+    fn prefetch(&self, _worker: &mut Self::Worker, _ahead: usize) {}
 }
 
 /// Why a stream's output stopped: a job failed, or the fd could not take the bytes.
@@ -385,7 +393,13 @@ fn run_jobs<J: Job>(
     for batch in jobs {
         let mut done = Vec::with_capacity(batch.len());
         let mut bytes = 0;
-        for (seq, job) in batch {
+        let mut batch = batch.into_iter();
+        while let Some((seq, job)) = batch.next() {
+            for ahead in (1..=J::AHEAD).rev() {
+                if let Some((_, next)) = batch.as_slice().get(ahead - 1) {
+                    next.prefetch(worker, ahead);
+                }
+            }
             let item = match job.run(worker) {
                 Ok(response) => {
                     bytes += response.len();

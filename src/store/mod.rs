@@ -371,6 +371,14 @@ impl Store {
         })
     }
 
+    /// The first pack of the first object directory, if it is open, for [`LookupHint::prefetch`]: a resolver
+    /// thread asks this for its next requests before it answers the current one. Scans and opens nothing.
+    pub(crate) fn lookup_hint(&self) -> Option<LookupHint> {
+        let dir = self.dirs.first()?;
+        let set = dir.packs.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        set.first_open_pack().cloned().map(LookupHint)
+    }
+
     /// Where the base of a REF_DELTA entry of `pack` is, in a pack: in `pack` first (git reads bases from the
     /// delta's own pack only; its index is small and, along a chain, hot), then in any pack.
     fn ref_base<'p>(&self, pack: &'p Arc<Pack>, base_id: &oid) -> Result<Option<PackedAt<'p>>, Damage> {
@@ -387,6 +395,21 @@ impl Store {
             .iter()
             .find_map(|dir| loose::read(&loose::path(&dir.path, id), self.options.max_object_size).transpose())
     }
+}
+
+/// A pack whose index lookups may be started early: a hint only (a pack set rescanned since changes nothing but
+/// which lines are fetched).
+pub(crate) struct LookupHint(Arc<Pack>);
+
+impl LookupHint {
+    /// Starts fetching what the request for `id`, `ahead` requests after the current one (1 to [`Self::AHEAD`]),
+    /// reads first; see [`locate::Pack::prefetch_lookup`].
+    pub(crate) fn prefetch(&self, id: &oid, ahead: usize) {
+        self.0.prefetch_lookup(id, ahead);
+    }
+
+    /// How many requests ahead [`Self::prefetch`] looks.
+    pub(crate) const AHEAD: usize = 3;
 }
 
 fn replace_error(id: &oid, damage: Damage) -> ReadError {

@@ -47,6 +47,11 @@ impl KindMemo {
         kind_of_code((word & 7) as u8)
     }
 
+    /// Starts fetching the slot of `offset`, for a [`Self::get`] a little later.
+    pub(in crate::store) fn prefetch(&self, offset: u64) {
+        super::prefetch::prefetch(self.slot(offset));
+    }
+
     /// Remembers that the chain of the entry at `offset` ends in an object of type `kind`. An offset too large to
     /// share a word with its type (past 2^61 bytes) is not remembered.
     pub(in crate::store) fn put(&self, offset: u64, kind: Kind) {

@@ -14,6 +14,7 @@ mod midx_file;
 mod pack;
 mod pack_index;
 mod packset;
+mod prefetch;
 pub(super) mod replace;
 mod resident;
 mod rev_file;

@@ -185,6 +185,31 @@ impl Pack {
         self.mapped().as_ref().map_err(|why| Damage::Unusable(Arc::clone(why)))
     }
 
+    /// Starts fetching what the request for `id`, `ahead` requests from now, reads first: three ahead the
+    /// index's two-byte fan-out slot, two ahead the lines of ids and offsets it points to (see
+    /// [`PackIndex::prefetch_lookup`]), and one ahead, with those lines at hand, it looks `id` up and fetches its
+    /// entry header and kind memo slot. Nothing before the index has its two-byte fan-out.
+    pub(in crate::store) fn prefetch_lookup(&self, id: &oid, ahead: usize) {
+        if ahead > 1 {
+            self.index.prefetch_lookup(id, ahead > 2);
+        } else if self.index.has_fine_fan()
+            && let Some(Ok(offset)) = self.index.lookup(id).map(|position| self.index.offset_at(position))
+        {
+            self.prefetch_entry(offset);
+        }
+    }
+
+    /// Starts fetching the entry header at `offset`, and the kind memo's slot for it: a chain walk reads both
+    /// for each link, and neither address depends on the other's bytes.
+    pub(in crate::store) fn prefetch_entry(&self, offset: u64) {
+        self.kind_memo().prefetch(offset);
+        if let Ok(data) = self.data()
+            && let Some(at) = data.entry_slice(offset..offset + 1).and_then(<[u8]>::first)
+        {
+            super::prefetch::prefetch(at);
+        }
+    }
+
     /// The entry header at `offset`.
     pub(in crate::store) fn entry(&self, offset: u64) -> Result<Entry, Damage> {
         let data = self.data()?;

@@ -9,6 +9,8 @@ use std::cmp::Ordering;
 use std::fs::File;
 use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering as Atomic};
 
 use gix_hash::{Prefix, oid};
 
@@ -26,6 +28,11 @@ pub(crate) struct PackIndex {
     fan: [u32; 256],
     hash_len: usize,
     version: u32,
+    /// A fan-out by the first two bytes, built once the index has answered [`fine_after`] lookups.
+    fine: OnceLock<Box<[u32]>>,
+    /// Lookups answered before `fine` was built, and whether some thread is building it.
+    lookups: AtomicU32,
+    building: AtomicBool,
 }
 
 impl PackIndex {
@@ -73,7 +80,8 @@ impl PackIndex {
         if !fits {
             return Err(IndexError::WrongSize { path, version });
         }
-        Ok(PackIndex { map, path, fan, hash_len, version })
+        let (fine, lookups, building) = (OnceLock::new(), AtomicU32::new(0), AtomicBool::new(false));
+        Ok(PackIndex { map, path, fan, hash_len, version, fine, lookups, building })
     }
 
     pub(crate) fn num_objects(&self) -> u32 {
@@ -114,8 +122,71 @@ impl PackIndex {
 
     /// The position of `id`, if the index lists it.
     pub(crate) fn lookup(&self, id: &oid) -> Option<u32> {
-        let first = id.as_bytes()[0];
-        search(self.fan_range(first), fan_keys(first), id, |position| self.oid_at(position))
+        let bytes = id.as_bytes();
+        if let Some(fine) = self.fine.get() {
+            let at = usize::from(bytes[0]) << 8 | usize::from(bytes[1]);
+            let low = (at as u64) << 48;
+            return search(fine[at]..fine[at + 1], low..=low | (u64::MAX >> 16), id, |position| self.oid_at(position));
+        }
+        self.count_lookup();
+        search(self.fan_range(bytes[0]), fan_keys(bytes[0]), id, |position| self.oid_at(position))
+    }
+
+    /// Starts fetching the lines where the two-byte fan-out says `id` would be, in the ids and in the offsets (its
+    /// prefix holds a few ids: their lines are most often the lookup's and [`Self::offset_at`]'s only misses);
+    /// with `far`, only the fan-out's slot, whose read would otherwise wait for it. Nothing before the fan-out is
+    /// built.
+    pub(crate) fn prefetch_lookup(&self, id: &oid, far: bool) {
+        let Some(fine) = self.fine.get() else { return };
+        let bytes = id.as_bytes();
+        let at = usize::from(bytes[0]) << 8 | usize::from(bytes[1]);
+        if far {
+            super::prefetch::prefetch(&fine[at]);
+            return;
+        }
+        let (start, end) = (fine[at], fine[at + 1]);
+        if start == end || self.version != 2 {
+            return;
+        }
+        let (ids, stride) = self.id_layout();
+        let middle = (start + (end - start) / 2) as usize;
+        let offsets = ids + self.num_objects() as usize * (self.hash_len + 4) + middle * 4;
+        for at in [ids + middle * stride, offsets] {
+            if let Some(byte) = self.map.get(at) {
+                super::prefetch::prefetch(byte);
+            }
+        }
+    }
+
+    /// Has the index its two-byte fan-out yet?
+    pub(crate) fn has_fine_fan(&self) -> bool {
+        self.fine.get().is_some()
+    }
+
+    /// Counts a lookup made without the fine fan-out; the one that reaches [`fine_after`] builds it, on its
+    /// thread (the others search as before meanwhile).
+    fn count_lookup(&self) {
+        let objects = self.num_objects();
+        if objects < FINE_MIN_OBJECTS || self.lookups.fetch_add(1, Atomic::Relaxed) != fine_after(objects) {
+            return;
+        }
+        if !self.building.swap(true, Atomic::Relaxed) {
+            let _ = self.fine.set(self.fine_fan());
+        }
+    }
+
+    /// Where the ids of each two-byte prefix start, and the end (65,537 positions, 256 KiB): one pass over the
+    /// ids, in order.
+    fn fine_fan(&self) -> Box<[u32]> {
+        let mut fine = vec![0u32; (1 << 16) + 1];
+        for position in 0..self.num_objects() {
+            let bytes = self.oid_at(position).as_bytes();
+            fine[(usize::from(bytes[0]) << 8 | usize::from(bytes[1])) + 1] += 1;
+        }
+        for at in 1..fine.len() {
+            fine[at] += fine[at - 1];
+        }
+        fine.into_boxed_slice()
     }
 
     /// The positions of every id that starts with `prefix`.
@@ -194,6 +265,17 @@ pub(crate) fn search<'a>(
         }
     }
     None
+}
+
+/// Indexes smaller than this keep the one-byte fan-out: a lookup in them touches few lines anyway.
+const FINE_MIN_OBJECTS: u32 = 1 << 14;
+
+/// Lookups of an index of `objects` objects before it gets its two-byte fan-out. Building it reads every id
+/// once (a few milliseconds for a million); each lookup after it takes a miss or two fewer in the ids (the
+/// interpolation's first guesses within a one-byte bucket), and the table is small enough to stay cached. On
+/// 100,000 random ids of a 395,508-object pack it is built after 12,359 of them.
+fn fine_after(objects: u32) -> u32 {
+    (objects / 32).max(4096)
 }
 
 /// Interpolation guesses before [`search`] bisects: uniformly spread ids need about log2(log2(n)), 4 for a
@@ -280,6 +362,63 @@ mod tests {
         assert_eq!(idx.offset_at(0).expect("an ordinary offset"), 12);
         let err = idx.offset_at(1).expect_err("slot 1 of a table of 1");
         assert!(err.to_string().starts_with("offset beyond end of pack index for "), "{err}");
+    }
+
+    /// A version-2 index of these ids (sorted, distinct), all at offset 12.
+    fn index_of(ids: &[[u8; 20]]) -> Vec<u8> {
+        let mut idx = V2_SIGNATURE.to_vec();
+        idx.extend_from_slice(&2u32.to_be_bytes());
+        for byte in 0..=255u8 {
+            let count = ids.partition_point(|id| id[0] <= byte) as u32;
+            idx.extend_from_slice(&count.to_be_bytes());
+        }
+        ids.iter().for_each(|id| idx.extend_from_slice(id));
+        ids.iter().for_each(|_| idx.extend_from_slice(&[0; 4]));
+        ids.iter().for_each(|_| idx.extend_from_slice(&12u32.to_be_bytes()));
+        idx.extend_from_slice(&[0xaa; 40]);
+        idx
+    }
+
+    /// Past [`fine_after`] lookups the index searches within two-byte prefixes: every id is still found at its
+    /// place, those of the first and last prefixes too, and ids between them are not.
+    #[test]
+    fn lookups_find_the_same_positions_before_and_after_the_two_byte_fan_out() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut ids: Vec<[u8; 20]> = (0..FINE_MIN_OBJECTS as usize * 2)
+            .map(|_| {
+                let mut id = [0u8; 20];
+                for chunk in id.chunks_mut(8) {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
+                }
+                id
+            })
+            .collect();
+        let mut low = [0; 20];
+        low[2] = 1;
+        ids.extend([[0; 20], [0xff; 20], low]);
+        ids.sort();
+        ids.dedup();
+        let idx = open(&index_of(&ids)).expect("valid");
+        let absent = |id: &[u8; 20]| {
+            let mut other = *id;
+            other[19] ^= 1;
+            other
+        };
+        let check = |idx: &PackIndex| {
+            for (position, id) in ids.iter().enumerate() {
+                assert_eq!(idx.lookup(oid::from_bytes_unchecked(id)), Some(position as u32));
+                let other = absent(id);
+                if ids.binary_search(&other).is_err() {
+                    assert_eq!(idx.lookup(oid::from_bytes_unchecked(&other)), None);
+                }
+            }
+        };
+        check(&idx);
+        assert!(idx.fine.get().is_some(), "{} lookups build it", 2 * ids.len());
+        check(&idx);
     }
 
     #[test]

@@ -100,6 +100,11 @@ impl PackSet {
     }
 
     /// The multi-pack-index layers, in lookup order.
+    /// The first pack no multi-pack-index covers, if it is open.
+    pub(in crate::store) fn first_open_pack(&self) -> Option<&Arc<Pack>> {
+        self.packs.first()?.opened()
+    }
+
     pub(in crate::store) fn layers(&self) -> &[Arc<MidxLayer>] {
         &self.layers
     }

@@ -107,6 +107,8 @@ impl Store {
 
     fn packed_info(&self, id: &oid, pack: &Arc<Pack>, offset: u64, on_disk: bool) -> Result<Info, ReadError> {
         let at = |damage: Damage| damaged(id, pack, offset, damage);
+        // The memo's slot is read after the delta's head is inflated: its miss overlaps the header's.
+        pack.kind_memo().prefetch(offset);
         let entry = pack.entry(offset).map_err(at)?;
         let size = match entry.header.as_kind() {
             Some(_) => entry.decompressed_size,
@@ -194,7 +196,10 @@ impl Store {
             };
             match entry.header {
                 Header::OfsDelta { base_distance } => match entry.checked_base_pack_offset(base_distance) {
-                    Some(base) => offset = base,
+                    Some(base) => {
+                        offset = base;
+                        pack.prefetch_entry(base);
+                    }
                     None => return Err(damaged(id, &pack, offset, Damage::BadBaseOffset)),
                 },
                 Header::RefDelta { base_id } => {
