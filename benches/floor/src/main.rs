@@ -69,12 +69,16 @@ fn kind_name(header: &Header) -> &'static [u8] {
 
 /// The needed entries and their counts: each request's chain is followed down until it reaches an entry
 /// already planned (or its root).
-fn plan(index: &gix_pack::index::File, pack: &gix_pack::data::File, ids: Vec<gix_hash::ObjectId>) -> anyhow::Result<Plan> {
+fn plan(
+    index: &gix_pack::index::File,
+    pack: &gix_pack::data::File,
+    ids: Vec<gix_hash::ObjectId>,
+) -> anyhow::Result<Plan> {
     let mut by_offset = std::collections::HashMap::<u64, usize>::new();
     let mut nodes: Vec<Node> = Vec::new();
     let mut requests = Vec::with_capacity(ids.len());
     for id in ids {
-        let at = index.lookup(&id).with_context(|| format!("{id} not in the pack"))?;
+        let at = index.lookup(id).with_context(|| format!("{id} not in the pack"))?;
         let mut offset = index.pack_offset_at_index(at);
         let mut child: Option<usize> = None;
         let mut first = None;
@@ -92,7 +96,7 @@ fn plan(index: &gix_pack::index::File, pack: &gix_pack::data::File, ids: Vec<gix
             let base_offset = match entry.header {
                 Header::OfsDelta { base_distance } => Some(entry.base_pack_offset(base_distance)),
                 Header::RefDelta { base_id } => Some(index.pack_offset_at_index(
-                    index.lookup(&base_id).with_context(|| format!("base {base_id} not in the pack"))?,
+                    index.lookup(base_id).with_context(|| format!("base {base_id} not in the pack"))?,
                 )),
                 _ => None,
             };
