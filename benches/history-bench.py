@@ -8,7 +8,10 @@ the same ids, every output through a pipe drained here, alternating runs, median
 
 --corpus is a directory benches/linux-history.sh built (its COMPLETE must exist); without it, --preset (default
 small-A) is built the first time under target/bench-corpus/linux-history-PRESET/ (see linux-history.sh for how
-long). CAT_BLOBD and PEERS name prebuilt binaries; otherwise this script builds both (release) first.
+long). CAT_BLOBD and PEERS name prebuilt binaries; otherwise this script builds both (release) first. FLOOR names
+a build of benches/floor: it then runs beside cat-blobd as "floor: the work" (each needed entry inflated once,
+each delta applied once, one thread, the whole stream read first); CAT_BLOBD_BEFORE another build of cat-blobd,
+run beside it as "cat-blobd before".
 
 Workloads (--workloads, comma-separated; default all):
   cat-blob        `cat-blob <id>` for --count blobs drawn uniformly (seeded), in random, pack and history order:
@@ -345,13 +348,26 @@ def scratch_repo(git, repo, work):
     return scratch
 
 
+FLOOR = os.environ.get("FLOOR")
+# Another cat-blobd (the build before a change), run in the same alternating rounds as "cat-blobd before".
+BEFORE = os.environ.get("CAT_BLOBD_BEFORE")
+
+
+def work_floor(repo, protocol):
+    """$FLOOR (benches/floor): each needed entry inflated once, each delta applied once, on one thread, the whole
+    stream read first; the work's floor, beside the pipe's (--floor)."""
+    return Tool("floor: the work", [FLOOR, repo], protocol, "batch")
+
+
 def tools_for(kind, git, repo, scratch, cat_blobd, peers, threads):
     """The tools of one kind of request; git's comes first (the ratio baseline). No peers when `peers` is None."""
     env = dict(ENV, GIT_DIR=repo)
     if kind == "cat-blob":
         return [Tool("git fast-import", [git, "--git-dir=" + scratch, "fast-import", "--quiet", "--cat-blob-fd=1"],
                      "fast-import", "batch"),
-                Tool("cat-blobd", [cat_blobd, "--git-dir", repo, "--quiet"], "fast-import", "batch")]
+                Tool("cat-blobd", [cat_blobd, "--git-dir", repo, "--quiet"], "fast-import", "batch")] + (
+                    [Tool("cat-blobd before", [BEFORE, "--git-dir", repo, "--quiet"], "fast-import", "batch")]
+                    if BEFORE else []) + ([work_floor(repo, "fast-import")] if FLOOR else [])
     if kind == "ls":
         return [Tool("git fast-import", [git, "--git-dir=" + scratch, "fast-import", "--quiet", "--cat-blob-fd=1"],
                      "fast-import", "ls"),
@@ -359,6 +375,10 @@ def tools_for(kind, git, repo, scratch, cat_blobd, peers, threads):
     mode, output, flag = ("--batch", "batch", []) if kind == "batch" else ("--batch-check", "check", ["--check"])
     tools = [Tool("git cat-file", [git, "--git-dir=" + repo, "cat-file", mode, "--buffer"], "ids", output),
              Tool("cat-blobd cat-file", [cat_blobd, "cat-file", mode, "--buffer"], "ids", output, env)]
+    if BEFORE:
+        tools.append(Tool("cat-blobd before cat-file", [BEFORE, "cat-file", mode, "--buffer"], "ids", output, env))
+    if kind == "batch" and FLOOR:
+        tools.append(work_floor(repo, "ids"))
     if peers is None:
         return tools
     return tools + [Tool("%s (%d threads)" % (name, threads),

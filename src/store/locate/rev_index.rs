@@ -5,18 +5,13 @@ use std::sync::OnceLock;
 
 use super::pack_index::PackIndex;
 use super::rev_file::RevFile;
-
-/// Offsets covered by one bucket of [`RevIndex::buckets`] are `1 << shift` bytes, with at most this many buckets.
-const BUCKETS: u64 = 1 << 16;
+use super::sorted_offsets::SortedOffsets;
 
 /// A pack's entries in offset order: each one's offset and its position in the index.
 pub(in crate::store) struct RevIndex {
-    offsets: Vec<u64>,
+    /// A whole scan looks up every entry, at random.
+    offsets: SortedOffsets,
     positions: Vec<u32>,
-    /// `buckets[b]` is the first entry at an offset of at least `b << shift`: finding an offset is a binary search
-    /// of the few entries of its bucket, not of all of them (a whole scan looks up every entry, at random).
-    buckets: Vec<u32>,
-    shift: u32,
     /// Per entry: the type at the bottom of its chain (a code of [`super::chain_kinds`]), 0 where the pass could
     /// not tell (a base in another pack or loose, after its delta, or damage): such entries are walked as before.
     kinds: OnceLock<Vec<u8>>,
@@ -34,38 +29,27 @@ impl RevIndex {
             entries.sort_unstable();
             entries.into_iter().unzip()
         });
-        let last = offsets.last().copied().unwrap_or(0);
-        let shift = (0..64).find(|shift| last >> shift < BUCKETS).unwrap_or(64);
-        let mut buckets = Vec::with_capacity(((last >> shift) + 2) as usize);
-        for (at, offset) in offsets.iter().enumerate() {
-            while (buckets.len() as u64) <= offset >> shift {
-                buckets.push(at as u32);
-            }
-        }
-        buckets.push(offsets.len() as u32);
-        RevIndex { offsets, positions, buckets, shift, kinds: OnceLock::new() }
+        RevIndex { offsets: SortedOffsets::new(offsets), positions, kinds: OnceLock::new() }
     }
 
     /// How many entries.
     pub(in crate::store) fn len(&self) -> usize {
-        self.offsets.len()
+        self.positions.len()
     }
 
     /// The `at`-th entry: its offset and its position in the index.
     pub(in crate::store) fn get(&self, at: usize) -> Option<(u64, u32)> {
-        Some((*self.offsets.get(at)?, self.positions[at]))
+        Some((*self.offsets.as_slice().get(at)?, self.positions[at]))
     }
 
     /// Every entry in offset order: its offset and its position in the index.
     pub(in crate::store) fn iter(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
-        self.offsets.iter().copied().zip(self.positions.iter().copied())
+        self.offsets.as_slice().iter().copied().zip(self.positions.iter().copied())
     }
 
     /// Where the entry at `offset` is in offset order.
     pub(in crate::store) fn position(&self, offset: u64) -> Option<usize> {
-        let bucket = usize::try_from(offset >> self.shift).ok()?;
-        let (start, end) = (*self.buckets.get(bucket)? as usize, *self.buckets.get(bucket + 1)? as usize);
-        self.offsets[start..end].binary_search(&offset).ok().map(|found| start + found)
+        self.offsets.position(offset)
     }
 
     /// The chain types of every entry, if the pass has found them.

@@ -65,6 +65,14 @@ impl PackOrder {
         self.last = Some(key);
         self.run == PACK_ORDER_RUN
     }
+
+    /// Whether the stream is in a run of reads in pack order now. There each delta is applied about once (the
+    /// bases are kept for their deltas), so inflated deltas are neither looked for nor kept in the cache of
+    /// inflated deltas: its probes and insertions (a lock and up to four hash operations per link) bought
+    /// nothing, and a kept delta cost an allocation where the scratch buffer costs none.
+    pub(in crate::store) fn in_run(&self) -> bool {
+        self.run >= PACK_ORDER_RUN
+    }
 }
 
 /// A delta entry waiting for its base.
@@ -182,7 +190,11 @@ impl Store {
         loop {
             let pack = &walk.packs[at];
             let here = Some((at, offset));
-            if let Some(object) = resolver.cache.get(pack.key(offset)) {
+            // An entry its pack knows is no delta base is not in the cache (only bases are kept, and served
+            // objects that deltas wait for): the probe, a miss for most requests of a scan, is skipped.
+            if !pack.known_not_base(offset)
+                && let Some(object) = resolver.cache.get(pack.key(offset))
+            {
                 return Ok((Base { object, entry: here, cached: true }, walk));
             }
             // As if inflated now: kept in the cache as any root is.
@@ -256,7 +268,7 @@ impl Store {
         budget: &mut ChainBudget,
     ) -> Result<Object, ReadError> {
         let Base { object: Object { kind, data: base_data }, entry: mut below, cached } = base;
-        let keep_deltas = CachePolicy::deltas(kind, cached);
+        let keep_deltas = CachePolicy::deltas(kind, cached) && !resolver.pack_order.in_run();
         let mut served_from = None;
         // The result below the next link: shared `Data` (the base, or a kept result), or a plain buffer.
         let (mut shared, mut built): (Data, Option<Vec<u8>>) = (base_data, None);
@@ -312,7 +324,7 @@ impl Store {
         budget.charge(link.entry.decompressed_size)?;
         let key = pack.key(link.offset);
         let limit = budget.object_limit;
-        let cached = resolver.cache.get_delta(key);
+        let cached = if resolver.pack_order.in_run() { None } else { resolver.cache.get_delta(key) };
         let kept = match (&cached, keep_delta) {
             (Some(_), _) => None,
             (None, true) => Some(pack.inflate(&link.entry, &mut resolver.inflater, limit)?),

@@ -250,6 +250,19 @@ fn a_run_of_reads_in_pack_order_is_noticed_once() {
     }
 }
 
+/// The run lasts while reads go on in pack order, and ends at the first read that does not.
+#[test]
+fn a_pack_order_run_lasts_until_a_read_breaks_it() {
+    let key = |pack, offset| EntryKey { pack, offset };
+    let mut order = PackOrder::default();
+    for offset in 1..=u64::from(PACK_ORDER_RUN) * 2 {
+        order.note(key(0, offset));
+        assert_eq!(order.in_run(), offset >= u64::from(PACK_ORDER_RUN), "after {offset} reads in pack order");
+    }
+    order.note(key(0, 1));
+    assert!(!order.in_run(), "a read backwards ends the run");
+}
+
 /// A stream in pack order: its 16th read starts the base scan, long before the read count would.
 #[test]
 fn reads_in_pack_order_start_the_base_scan_at_once() {
