@@ -110,6 +110,15 @@ impl Root {
         Ok(self.open_beneath(path, OFlags::PATH)?.is_some())
     }
 
+    /// The identity of what `path` names beneath the root (following a symlink inside it, as `stat(2)` does):
+    /// `Ok(None)` if nothing is there. An open repository's configuration files are looked at this way to see a
+    /// change: one replaced by a symlink that leads out is refused, never looked at.
+    pub(crate) fn stat(&self, path: &Path) -> Result<Option<rustix::fs::Stat>, ConfineError> {
+        let Some(fd) = self.open_beneath(path, OFlags::PATH)? else { return Ok(None) };
+        // fstat reads the inode an O_PATH fd names (Linux ≥ 3.6).
+        rustix::fs::fstat(&fd).map(Some).map_err(|err| ConfineError::Io { path: path.to_owned(), source: err.into() })
+    }
+
     /// Reads the small file at `path` (a `.git` file, `commondir`, `objects/info/alternates`) beneath the root:
     /// `Ok(None)` if there is none. Opened for reading in the same walk (not blocking on a FIFO someone put
     /// there).

@@ -220,7 +220,7 @@ impl Pool {
         find::confine_config(&self.root, &found).map_err(LeaseError::Confined)?;
         let repo = Repository::at_layout(found.git_dir, found.common_dir, found.objects_dir.clone(), &found.env)
             .map_err(LeaseError::Repository)?;
-        let config = ConfigStamp::of(&repo.config_files);
+        let config = self.stamp(&repo.config_files);
         let Assembled { repo, store, stream: mut session } =
             settings::assemble_for(repo, &self.cli, &found.env, Use::Daemon)?;
         if !self.allow_writes {
@@ -260,7 +260,7 @@ impl Pool {
     /// Its configuration files are looked at (a `stat` each) outside the pool's lock, not read.
     fn existing(&self, key: &Key, identity: Identity) -> Option<Lease> {
         let open = Arc::clone(self.inner().open.get(key)?);
-        let current = open.identity == identity && ConfigStamp::of(&open.repo.config_files) == open.config;
+        let current = open.identity == identity && self.stamp(&open.repo.config_files) == open.config;
         let mut inner = self.inner();
         // Held under the lock, as eviction looks for repositories without clients under it; if another client
         // replaced or closed it meanwhile, this one opens (or finds) the one there now.
@@ -276,6 +276,22 @@ impl Pool {
         let gone = inner.open.remove(key)?;
         gone.close();
         None
+    }
+
+    /// Stats `files` to see a change: the repository's own (its `config`, `config.worktree` and their includes,
+    /// all beneath the root, as [`find::confine_config`] checked) through the root, so that one replaced by a
+    /// symlink leading out counts as changed (and is refused when the repository reopens) without being looked at;
+    /// the daemon's own system and global files by path.
+    fn stamp(&self, files: &[PathBuf]) -> ConfigStamp {
+        ConfigStamp::with(files, |path| {
+            if path.starts_with(self.root.path()) {
+                let stat = self.root.stat(path).ok()??;
+                let (dev, ino, size) = (stat.st_dev, stat.st_ino, stat.st_size as u64);
+                return Some((dev, ino, size, stat.st_mtime, stat.st_mtime_nsec as i64));
+            }
+            let meta = std::fs::metadata(path).ok()?;
+            Some((meta.dev(), meta.ino(), meta.size(), meta.mtime(), meta.mtime_nsec()))
+        })
     }
 
     /// Closes the repositories idle longest, with no clients, until the pool is within its limits.
