@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::confine::Root;
 use super::find::{self, FindError, Found};
+use super::mailmap::ClientMailmap;
 use crate::cli::Cli;
 use crate::fast_import::SessionConfig;
 use crate::repo::{ConfigStamp, RepoError, Repository};
@@ -120,11 +121,18 @@ pub(crate) struct Lease {
     open: Arc<Open>,
     /// How long opening the repository took, when this client's lease opened it.
     opened_in: Option<Duration>,
+    /// Where this client's `--use-mailmap` reads.
+    mailmap: Option<ClientMailmap>,
 }
 
 impl Lease {
     pub(crate) fn open(&self) -> &Open {
         &self.open
+    }
+
+    /// Where this client's `--use-mailmap` reads (the repository's settings placed for it).
+    pub(crate) fn mailmap(&self) -> Option<&ClientMailmap> {
+        self.mailmap.as_ref()
     }
 
     pub(crate) fn opened_in(&self) -> Option<Duration> {
@@ -203,6 +211,12 @@ impl Pool {
     /// The open repository `found` names (opened now if it is not, or if it changed on disk since), held for a
     /// client.
     pub(crate) fn lease(&self, found: Found) -> Result<Lease, LeaseError> {
+        let mut lease = self.lease_repository(&found)?;
+        lease.mailmap = Some(ClientMailmap::new(&self.root, &found, &lease.open.repo.config.mailmap));
+        Ok(lease)
+    }
+
+    fn lease_repository(&self, found: &Found) -> Result<Lease, LeaseError> {
         let key = Key {
             git_dir: found.git_dir.clone(),
             objects_dir: found.objects_dir.clone(),
@@ -217,8 +231,9 @@ impl Pool {
             return Ok(lease);
         }
         let started = Instant::now();
-        find::confine_config(&self.root, &found).map_err(LeaseError::Confined)?;
-        let repo = Repository::at_layout(found.git_dir, found.common_dir, found.objects_dir.clone(), &found.env)
+        find::confine_config(&self.root, found).map_err(LeaseError::Confined)?;
+        let (git_dir, common_dir) = (found.git_dir.clone(), found.common_dir.clone());
+        let repo = Repository::at_layout(git_dir, common_dir, found.objects_dir.clone(), &found.env)
             .map_err(LeaseError::Repository)?;
         let config = self.stamp(&repo.config_files);
         let Assembled { repo, store, stream: mut session } =
@@ -359,7 +374,7 @@ impl Pool {
 fn hold(open: &Arc<Open>, opened_in: Option<Duration>) -> Lease {
     open.clients.fetch_add(1, Ordering::SeqCst);
     open.stats.clients.fetch_add(1, Ordering::Relaxed);
-    Lease { open: Arc::clone(open), opened_in }
+    Lease { open: Arc::clone(open), opened_in, mailmap: None }
 }
 
 fn identity(git_dir: &Path, objects_dir: &Path) -> Identity {
