@@ -3,9 +3,11 @@
 //! replaced by a symlink leading out is refused at the next client, not looked at through the link; the work
 //! tree's `.mailmap` is read at the top of the client's work tree (not in the daemon's directory or the client's
 //! subdirectory), as git reads it; a `mailmap.file` outside the root is refused, never read.
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-use crate::server_root::{Forge, assert_refused, connect_cat_file, git, git_cat_file, same_as_git, stop};
+use crate::server_root::{Forge, assert_refused, connect_cat_file, git, git_cat_file, run, same_as_git, stop};
+use crate::util::shim::Shim;
 use crate::util::{assert_bytes_eq, escape};
 
 /// `path` replaced by a symlink to a hard link of it outside the root, `outside`: by path, the same file (same
@@ -74,6 +76,18 @@ fn server_root_reads_the_work_trees_mailmap_where_git_does() {
     same_mailmap_as_git(&socket, &root.join("plain/linked"));
     let mapped = connect_cat_file(&socket, &work.join("d"), &["--use-mailmap", "-p", "HEAD"], b"", &[]);
     assert!(mapped.stdout.windows(11).any(|w| w == b"Mapped Name"), "{}", escape(&mapped.stdout));
+    // Through the shim, answered by the daemon.
+    let shim = Shim::new();
+    let mut cmd = Command::new("git");
+    cmd.args(["cat-file", "--use-mailmap", "-p", "HEAD"]);
+    let path = PathBuf::from(shim.path());
+    let env = [("PATH", path.as_path()), ("CAT_BLOBD_SHIM_LOG", &shim.log_file()), ("CAT_BLOBD_SOCKET", &socket)];
+    let ours = run(cmd, &work.join("d"), b"", &env);
+    let theirs = git_cat_file(&work.join("d"), &["--use-mailmap", "-p", "HEAD"], b"", &[]);
+    assert_bytes_eq("shim: stdout", &theirs.stdout, &ours.stdout);
+    assert!(ours.stderr.is_empty() && ours.status.success(), "{}", escape(&ours.stderr));
+    let log = shim.take_log();
+    assert!(log.starts_with("daemon"), "answered by the daemon, log: {log}");
     let log = stop(daemon);
     assert!(!log.contains("outcome=refused"), "{log}");
 }
