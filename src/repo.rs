@@ -82,17 +82,12 @@ pub struct Repository {
 pub(crate) struct ConfigStamp(Vec<Option<FileStamp>>);
 
 /// A file's device, inode, size and modification time (seconds, nanoseconds).
-type FileStamp = (u64, u64, u64, i64, i64);
+pub(crate) type FileStamp = (u64, u64, u64, i64, i64);
 
 impl ConfigStamp {
-    /// Stats `files` (a handful of `stat`s: no file is read).
-    pub(crate) fn of(files: &[PathBuf]) -> ConfigStamp {
-        use std::os::unix::fs::MetadataExt;
-        let stamp = |path: &PathBuf| {
-            let meta = std::fs::metadata(path).ok()?;
-            Some((meta.dev(), meta.ino(), meta.size(), meta.mtime(), meta.mtime_nsec()))
-        };
-        ConfigStamp(files.iter().map(stamp).collect())
+    /// Stamps `files` with `stamp` (`None`: nothing there, or nothing that may be looked at).
+    pub(crate) fn with(files: &[PathBuf], stamp: impl Fn(&Path) -> Option<FileStamp>) -> ConfigStamp {
+        ConfigStamp(files.iter().map(|path| stamp(path)).collect())
     }
 }
 

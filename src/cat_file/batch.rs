@@ -33,6 +33,7 @@ struct Batch<'b, 'scope, 's, 'j> {
     /// The mailmap is on (`--use-mailmap`, then each `mailmap <bool>`).
     mailmap: bool,
     mailmap_config: &'b MailmapConfig,
+    mailmap_files: &'b dyn super::MailmapFiles,
 }
 
 /// A `--batch-command` command, queued until `flush` with `--buffer`.
@@ -62,7 +63,7 @@ pub(crate) fn run(
     let delimiter = if args.nul { 0 } else { b'\n' };
     let settings = Settings { format, delimiter, exact: all, filter, mailmap: Default::default() };
     if args.mailmap {
-        _ = settings.mailmap.set(Mailmap::load(repo.mailmap, &mut names));
+        _ = settings.mailmap.set(Mailmap::load(repo.mailmap, repo.mailmap_files, &mut names)?);
     }
     let settings = &settings;
     std::thread::scope(|scope| {
@@ -84,6 +85,7 @@ pub(crate) fn run(
             requests: 0,
             mailmap: args.mailmap,
             mailmap_config: repo.mailmap,
+            mailmap_files: repo.mailmap_files,
         };
         let result = if all {
             batch.all_objects(args.unordered, mode == BatchMode::Contents)
@@ -233,7 +235,7 @@ impl Batch<'_, '_, '_, '_> {
     fn set_mailmap(&mut self, value: &[u8]) -> Result<(), CatFileError> {
         self.mailmap = parse_maybe_bool(value).ok_or_else(|| CatFileError::Git(Die::MailmapBoolean(value.to_vec())))?;
         if self.mailmap && self.settings.mailmap.get().is_none() {
-            _ = self.settings.mailmap.set(Mailmap::load(self.mailmap_config, self.names));
+            _ = self.settings.mailmap.set(Mailmap::load(self.mailmap_config, self.mailmap_files, self.names)?);
         }
         Ok(())
     }

@@ -15,6 +15,38 @@ use super::output::Messages;
 use crate::fatal::Bytes;
 use crate::repo::MailmapConfig;
 
+/// Where the mailmap's files are opened: by path from this process's directory ([`ByPath`]), or beneath a
+/// `--root` daemon's root from the directory its client's git would work in.
+pub trait MailmapFiles: Sync {
+    /// Opens `path` for reading (`no_follow`: a symlink as its last component is not followed, `ELOOP`).
+    fn open(&self, path: &Path, no_follow: bool) -> Result<std::fs::File, MailmapError>;
+}
+
+/// Why a mailmap file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum MailmapError {
+    /// What `open(2)` said: git's `error: unable to open mailmap at …`, and the mailmap goes on without it.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The file may not be opened at all (it lies outside a `--root` daemon's root): the client's run dies.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Files opened by path, as git opens them.
+pub struct ByPath;
+
+impl MailmapFiles for ByPath {
+    fn open(&self, path: &Path, no_follow: bool) -> Result<std::fs::File, MailmapError> {
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        if no_follow {
+            std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+        }
+        Ok(options.open(path)?)
+    }
+}
+
 /// What one entry maps an ident to: either may be absent.
 #[derive(Debug, Default, Clone)]
 struct Mapping {
@@ -41,20 +73,24 @@ impl Mailmap {
     /// git's `read_mailmap`: the work tree's `.mailmap` unless the repository is bare, then
     /// `mailmap.blob` (default `HEAD:.mailmap` in a bare repository), then `mailmap.file`. What cannot be read
     /// is skipped with git's `error:` line; a missing file or a name that does not resolve, silently.
-    pub(crate) fn load(config: &MailmapConfig, names: &mut Names<'_>) -> Mailmap {
+    pub(crate) fn load(
+        config: &MailmapConfig,
+        files: &dyn MailmapFiles,
+        names: &mut Names<'_>,
+    ) -> Result<Mailmap, MailmapError> {
         let messages = names.messages;
         let mut snapshot = gix_mailmap::Snapshot::default();
         if let Some(path) = &config.work_tree_file {
-            read_file(path, true, messages, &mut snapshot);
+            read_file(files, path, true, messages, &mut snapshot)?;
         }
         let default_blob = config.work_tree_file.is_none().then_some(&b"HEAD:.mailmap"[..]);
         if let Some(blob) = config.blob.as_deref().or(default_blob) {
             read_blob(blob, names, &mut snapshot);
         }
         if let Some(file) = &config.file {
-            read_file(file, false, messages, &mut snapshot);
+            read_file(files, file, false, messages, &mut snapshot)?;
         }
-        Mailmap::from_snapshot(&snapshot)
+        Ok(Mailmap::from_snapshot(&snapshot))
     }
 
     fn from_snapshot(snapshot: &gix_mailmap::Snapshot) -> Mailmap {
@@ -174,26 +210,30 @@ fn is_git_space(byte: u8) -> bool {
     matches!(byte, b' ' | b'\t' | b'\n' | b'\r')
 }
 
-/// git's `read_mailmap_file`; `no_follow` for `.mailmap` in the work tree (git's `MAILMAP_NOFOLLOW`).
-fn read_file(path: &Path, no_follow: bool, messages: Messages<'_>, snapshot: &mut gix_mailmap::Snapshot) {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    if no_follow {
-        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
-    }
-    let read = options.open(path).and_then(|mut file| {
+/// git's `read_mailmap_file`; `no_follow` for `.mailmap` in the work tree (git's `MAILMAP_NOFOLLOW`). Only a
+/// refusal to open the file is an error.
+fn read_file(
+    files: &dyn MailmapFiles,
+    path: &Path,
+    no_follow: bool,
+    messages: Messages<'_>,
+    snapshot: &mut gix_mailmap::Snapshot,
+) -> Result<(), MailmapError> {
+    let read = files.open(path, no_follow).and_then(|mut file| {
         let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut file, &mut bytes).map(|_| bytes)
+        std::io::Read::read_to_end(&mut file, &mut bytes).map(|_| bytes).map_err(MailmapError::Io)
     });
     match read {
         Ok(bytes) => _ = snapshot.merge(gix_mailmap::parse_ignore_errors(&bytes)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-        Err(err) => {
+        Err(MailmapError::Io(err)) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(MailmapError::Io(err)) => {
             let path = Bytes(path.as_os_str().as_encoded_bytes());
             let why = crate::git_compat::strerror::strerror(&err);
             messages.write(format!("error: unable to open mailmap at {path}: {why}\n").as_bytes());
         }
+        Err(refused @ MailmapError::Refused(_)) => return Err(refused),
     }
+    Ok(())
 }
 
 /// git's `read_mailmap_blob`: a name that does not resolve is no mailmap; one that is not a blob is an error.

@@ -30,6 +30,8 @@ use args::{Args, CmdMode, Misuse, UsageError};
 use filter::FilterSpec;
 use output::{Messages, Output};
 
+pub use mailmap::{ByPath, MailmapError, MailmapFiles};
+
 /// What `cat-file` needs of the repository besides its objects.
 pub struct Repo<'a> {
     pub store: &'a Store,
@@ -41,8 +43,9 @@ pub struct Repo<'a> {
     pub index_file: Option<&'a Path>,
     /// `core.quotePath`, for `-p` of trees.
     pub quote_path: bool,
-    /// Where `--use-mailmap` reads the mailmap.
+    /// Where `--use-mailmap` reads the mailmap, and how its files are opened.
     pub mailmap: &'a crate::repo::MailmapConfig,
+    pub mailmap_files: &'a dyn MailmapFiles,
     /// The branches' upstreams and the remotes, for `@{upstream}` and `@{push}`.
     pub remotes: &'a crate::config::RemotesConfig,
     /// `extensions.compatObjectFormat` is set (ids in the other hash are refused by name).
@@ -64,6 +67,7 @@ impl<'a> Repo<'a> {
             index_file: None,
             quote_path: repo.config.quote_path,
             mailmap: &repo.config.mailmap,
+            mailmap_files: &mailmap::ByPath,
             remotes: &repo.config.remotes,
             compat_object_format: repo.compat_object_format,
             cache,
@@ -129,6 +133,9 @@ pub(crate) enum CatFileError {
     /// git's own `die()` messages, word for word.
     #[error(transparent)]
     Git(#[from] die::Die),
+    /// A mailmap file that may not be opened (outside a `--root` daemon's root).
+    #[error(transparent)]
+    Mailmap(#[from] MailmapError),
     /// The run was cut from outside (see [`Io::interrupted`]).
     #[error("{0}")]
     Interrupted(&'static str),
@@ -247,7 +254,10 @@ fn single_object(
     outcome: &mut Outcome,
 ) -> Result<u8, CatFileError> {
     let mut out = Output::new(io.stdout);
-    let mailmap = args.mailmap.then(|| mailmap::Mailmap::load(repo.mailmap, &mut names));
+    let mailmap = match args.mailmap {
+        true => Some(mailmap::Mailmap::load(repo.mailmap, repo.mailmap_files, &mut names)?),
+        false => None,
+    };
     let result = single::run(args, names, repo.quote_path, mailmap.as_ref(), &mut out);
     // What was answered before a failure is written first, as git writes it before dying.
     let flushed = out.flush();

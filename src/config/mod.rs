@@ -40,6 +40,9 @@ pub struct MailmapConfig {
     /// the work tree when it started inside it). `None`: git takes the repository as bare; then the blob defaults
     /// to `HEAD:.mailmap`.
     pub work_tree_file: Option<PathBuf>,
+    /// `core.bare` and `core.worktree`, from which `work_tree_file` was placed (a `--root` daemon places it for
+    /// each of its clients).
+    pub work_tree: WorkTreeConfig,
 }
 
 /// What git's set-up makes of the repository's work tree: `core.bare` and `core.worktree`, as read.
@@ -160,7 +163,8 @@ impl Config {
             mailmap: MailmapConfig {
                 file: config.string("mailmap.file").map(|path| expand_home(&path, home)),
                 blob: config.string("mailmap.blob").map(|name| name.to_vec()),
-                work_tree_file: work_tree_mailmap(work_tree),
+                work_tree_file: work_tree_mailmap(work_tree.clone()),
+                work_tree,
             },
             remotes: RemotesConfig::read(config),
         })

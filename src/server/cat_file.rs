@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::sync::Arc;
 
 use super::State;
-use super::repos::Served;
+use super::repos::{Repos, Served};
 use super::shutdown::{Cancel, CancelReason};
 use crate::cat_file::{self, Io};
 use crate::fast_import::{Exit, Outcome, Stats};
@@ -30,7 +30,16 @@ pub(super) fn run(
 ) -> Outcome {
     let session = served.session();
     // A client's environment stays with it: the shim does not send a `GIT_INDEX_FILE` here.
-    let repo = cat_file::Repo::new(served.repo(), served.store(), session.cache.clone(), session.engine);
+    let mut repo = cat_file::Repo::new(served.repo(), served.store(), session.cache.clone(), session.engine);
+    // A `--root` daemon's client reads the mailmap from where its git would, beneath the root.
+    let files = match (served, &state.repos) {
+        (Served::Root(lease), Repos::Root(pool)) => lease.mailmap().map(|mailmap| (mailmap, mailmap.files(&pool.root))),
+        _ => None,
+    };
+    if let Some((mailmap, files)) = &files {
+        repo.mailmap = &mailmap.config;
+        repo.mailmap_files = files;
+    }
     let interrupted = || cancel.reason().map(CancelReason::message);
     let live = Some(Arc::clone(&state.counters.work));
     let io = Io { stdout, stderr: Some(stderr), live, interrupted: Some(&interrupted) };

@@ -453,17 +453,24 @@ impl Connection {
         };
         let cancel = &self.handle.cancel;
         let client_stderr = find(2);
-        let mut relay = StderrRelay::default();
         let (stdout, passed_fds) = (find(1), passed.iter().map(|(n, fd)| (*n, fd.as_fd())).collect());
-        let result = std::thread::scope(|scope| {
-            let session = scope.spawn(move || {
+        // The stream runs on this thread, at once; the relay of its messages (and the watch on the control socket)
+        // on a helper. A stream used to start on a thread of its own, and under load its first answer waited for
+        // that thread to be scheduled.
+        let (result, relay) = std::thread::scope(|scope| {
+            let (control, relay_cancel) = (&self.stream, cancel);
+            let pump = scope.spawn(move || {
+                let mut relay = StderrRelay::default();
+                pump(relay_read, client_stderr, control, relay_cancel, &mut relay);
+                relay
+            });
+            let session = catch_unwind(AssertUnwindSafe(move || {
                 // The client's working directory and umask, so that relative marks paths mean what they mean in its
                 // own directory and the files its stream writes get the modes they would get from `cat-blobd` run
-                // there. This thread's (and its helpers'), never the connection thread's: that one runs more
-                // connections.
-                if let Err(err) = super::thread_fs::enter(hello.umask, cwd.as_ref().map(AsFd::as_fd)) {
-                    return Err(StreamError::EnterDirectory(io::Error::from(err)));
-                }
+                // there. This thread's own (and its helpers'), never the process's; put back for the connections
+                // this thread serves next.
+                let _entered = super::thread_fs::enter(hello.umask, cwd.as_ref().map(AsFd::as_fd))
+                    .map_err(|err| StreamError::EnterDirectory(io::Error::from(err)))?;
                 let input = CancellableInput::new(stdin, cancel);
                 let outcome = match cat_file {
                     Some(args) => super::cat_file::run(state, served, args, input, stdout, relay_write.as_fd(), cancel),
@@ -475,10 +482,9 @@ impl Connection {
                 };
                 served.count(outcome.stats.requests, outcome.stats.bytes);
                 drop(relay_write);
-                Ok(outcome)
-            });
-            pump(relay_read, client_stderr, &self.stream, cancel, &mut relay);
-            session.join()
+                Ok::<_, StreamError>(outcome)
+            }));
+            (session, pump.join().unwrap_or_default())
         });
         let outcome = match result {
             Ok(Ok(outcome)) => outcome,

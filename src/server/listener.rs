@@ -139,7 +139,7 @@ fn bind_without_umask(socket: &OwnedFd, address: &SocketAddrUnix) -> Result<(), 
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
-                super::thread_fs::enter(0, None)?;
+                let _umask = super::thread_fs::enter(0, None)?;
                 rustix::net::bind(socket, address)
             })
             .join()

@@ -110,6 +110,31 @@ impl Root {
         Ok(self.open_beneath(path, OFlags::PATH)?.is_some())
     }
 
+    /// The identity of what `path` names beneath the root (following a symlink inside it, as `stat(2)` does):
+    /// `Ok(None)` if nothing is there. An open repository's configuration files are looked at this way to see a
+    /// change: one replaced by a symlink that leads out is refused, never looked at.
+    pub(crate) fn stat(&self, path: &Path) -> Result<Option<rustix::fs::Stat>, ConfineError> {
+        let Some(fd) = self.open_beneath(path, OFlags::PATH)? else { return Ok(None) };
+        // fstat reads the inode an O_PATH fd names (Linux ≥ 3.6).
+        rustix::fs::fstat(&fd).map(Some).map_err(|err| ConfineError::Io { path: path.to_owned(), source: err.into() })
+    }
+
+    /// Opens the file at `path` beneath the root for reading as `open(2)` would (`O_NOFOLLOW` with `no_follow`,
+    /// as git opens the work tree's `.mailmap`): the error `open` gives, `EXDEV` (leaving the root) as
+    /// [`ConfineError::Outside`].
+    pub(crate) fn open_file(&self, path: &Path, no_follow: bool) -> Result<std::fs::File, ConfineError> {
+        let relative = path.strip_prefix(&self.path).map_err(|_| self.outside(path))?;
+        let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let flags = if no_follow { flags | OFlags::NOFOLLOW } else { flags };
+        match rustix::fs::openat2(&self.dir, relative, flags, Mode::empty(), resolve) {
+            Ok(fd) => Ok(std::fs::File::from(fd)),
+            Err(Errno::XDEV) => Err(self.outside(path)),
+            Err(err) => Err(ConfineError::Io { path: path.to_owned(), source: err.into() }),
+        }
+    }
+
     /// Reads the small file at `path` (a `.git` file, `commondir`, `objects/info/alternates`) beneath the root:
     /// `Ok(None)` if there is none. Opened for reading in the same walk (not blocking on a FIFO someone put
     /// there).

@@ -45,6 +45,11 @@ pub(crate) struct Found {
     pub common_dir: PathBuf,
     pub objects_dir: PathBuf,
     pub env: Environment,
+    /// The client's working directory (its real path).
+    pub cwd: Option<PathBuf>,
+    /// Found walking up from it (not named by `GIT_DIR`): with the top of its work tree, `None` for a bare
+    /// repository. Where git's set-up puts the work tree, whose `.mailmap` `--use-mailmap` reads.
+    pub discovered: Option<Option<PathBuf>>,
 }
 
 /// Who asks: the client's working directory (its real path), its hello and its credentials.
@@ -60,16 +65,19 @@ pub(crate) struct Client<'a> {
 /// Finds `client`'s repository under `root`.
 pub(crate) fn find(root: &Root, client: &Client<'_>) -> Result<Found, FindError> {
     let env = environment(client);
-    let git_dir = match &env.git_dir {
+    let (git_dir, discovered) = match &env.git_dir {
         Some(dir) => {
             let dir = absolute(client, dir)?;
             let found = root.resolve(&dir)?.ok_or_else(|| FindError::NotARepository(dir.clone()))?;
             match follow_gitfile(root, found)? {
-                Some(git_dir) => git_repository(root, git_dir)?.ok_or(FindError::NotARepository(dir))?,
+                Some(git_dir) => (git_repository(root, git_dir)?.ok_or(FindError::NotARepository(dir))?, None),
                 None => return Err(FindError::NotARepository(dir)),
             }
         }
-        None => walk_up(root, client)?,
+        None => {
+            let (git_dir, top) = walk_up(root, client)?;
+            (git_dir, Some(top))
+        }
     };
     let (git_dir, common) = git_dir;
     let objects_dir = match &env.object_directory {
@@ -77,7 +85,8 @@ pub(crate) fn find(root: &Root, client: &Client<'_>) -> Result<Found, FindError>
         None => common.as_ref().map_or(&git_dir.path, |common| &common.path).join("objects"),
     };
     let common_dir = common.as_ref().map_or(&git_dir.path, |common| &common.path).clone();
-    let found = Found { git_dir: git_dir.path.clone(), common_dir, objects_dir, env };
+    let (git_dir_path, cwd) = (git_dir.path.clone(), client.cwd.clone());
+    let found = Found { git_dir: git_dir_path, common_dir, objects_dir, env, cwd, discovered };
     confine_repository(root, &found, git_dir, common, client)?;
     Ok(found)
 }
@@ -113,8 +122,9 @@ fn absolute(client: &Client<'_>, path: &Path) -> Result<PathBuf, FindError> {
 /// A git directory and, for a linked worktree, its common directory: both beneath the root.
 type GitDir = (Beneath, Option<Beneath>);
 
-/// Walks up from the client's directory to the root (never above it), as git's discovery does.
-fn walk_up(root: &Root, client: &Client<'_>) -> Result<GitDir, FindError> {
+/// Walks up from the client's directory to the root (never above it), as git's discovery does: the git directory,
+/// and the top of its work tree (`None`: a bare repository).
+fn walk_up(root: &Root, client: &Client<'_>) -> Result<(GitDir, Option<PathBuf>), FindError> {
     let cwd = client.cwd.as_ref().ok_or(FindError::NoDirectory)?;
     let ceilings = ceilings(client);
     let start = root.resolve(cwd)?.ok_or_else(|| FindError::NotARepository(cwd.clone()))?;
@@ -126,7 +136,7 @@ fn walk_up(root: &Root, client: &Client<'_>) -> Result<GitDir, FindError> {
             && let Some(git_dir) = follow_gitfile(root, dot_git)?
             && let Some(found) = git_repository(root, git_dir)?
         {
-            return Ok(found);
+            return Ok((found, Some(dir)));
         }
         let here = match resolved.take() {
             Some(here) => Some(here),
@@ -135,7 +145,7 @@ fn walk_up(root: &Root, client: &Client<'_>) -> Result<GitDir, FindError> {
         if let Some(here) = here
             && let Some(found) = git_repository(root, here)?
         {
-            return Ok(found);
+            return Ok((found, None));
         }
         match dir.parent() {
             Some(parent) if dir != root.path() && !ceilings.iter().any(|ceiling| ceiling == parent) => {

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::confine::Root;
 use super::find::{self, FindError, Found};
+use super::mailmap::ClientMailmap;
 use crate::cli::Cli;
 use crate::fast_import::SessionConfig;
 use crate::repo::{ConfigStamp, RepoError, Repository};
@@ -120,11 +121,18 @@ pub(crate) struct Lease {
     open: Arc<Open>,
     /// How long opening the repository took, when this client's lease opened it.
     opened_in: Option<Duration>,
+    /// Where this client's `--use-mailmap` reads.
+    mailmap: Option<ClientMailmap>,
 }
 
 impl Lease {
     pub(crate) fn open(&self) -> &Open {
         &self.open
+    }
+
+    /// Where this client's `--use-mailmap` reads (the repository's settings placed for it).
+    pub(crate) fn mailmap(&self) -> Option<&ClientMailmap> {
+        self.mailmap.as_ref()
     }
 
     pub(crate) fn opened_in(&self) -> Option<Duration> {
@@ -203,6 +211,12 @@ impl Pool {
     /// The open repository `found` names (opened now if it is not, or if it changed on disk since), held for a
     /// client.
     pub(crate) fn lease(&self, found: Found) -> Result<Lease, LeaseError> {
+        let mut lease = self.lease_repository(&found)?;
+        lease.mailmap = Some(ClientMailmap::new(&self.root, &found, &lease.open.repo.config.mailmap));
+        Ok(lease)
+    }
+
+    fn lease_repository(&self, found: &Found) -> Result<Lease, LeaseError> {
         let key = Key {
             git_dir: found.git_dir.clone(),
             objects_dir: found.objects_dir.clone(),
@@ -217,10 +231,11 @@ impl Pool {
             return Ok(lease);
         }
         let started = Instant::now();
-        find::confine_config(&self.root, &found).map_err(LeaseError::Confined)?;
-        let repo = Repository::at_layout(found.git_dir, found.common_dir, found.objects_dir.clone(), &found.env)
+        find::confine_config(&self.root, found).map_err(LeaseError::Confined)?;
+        let (git_dir, common_dir) = (found.git_dir.clone(), found.common_dir.clone());
+        let repo = Repository::at_layout(git_dir, common_dir, found.objects_dir.clone(), &found.env)
             .map_err(LeaseError::Repository)?;
-        let config = ConfigStamp::of(&repo.config_files);
+        let config = self.stamp(&repo.config_files);
         let Assembled { repo, store, stream: mut session } =
             settings::assemble_for(repo, &self.cli, &found.env, Use::Daemon)?;
         if !self.allow_writes {
@@ -260,7 +275,7 @@ impl Pool {
     /// Its configuration files are looked at (a `stat` each) outside the pool's lock, not read.
     fn existing(&self, key: &Key, identity: Identity) -> Option<Lease> {
         let open = Arc::clone(self.inner().open.get(key)?);
-        let current = open.identity == identity && ConfigStamp::of(&open.repo.config_files) == open.config;
+        let current = open.identity == identity && self.stamp(&open.repo.config_files) == open.config;
         let mut inner = self.inner();
         // Held under the lock, as eviction looks for repositories without clients under it; if another client
         // replaced or closed it meanwhile, this one opens (or finds) the one there now.
@@ -276,6 +291,22 @@ impl Pool {
         let gone = inner.open.remove(key)?;
         gone.close();
         None
+    }
+
+    /// Stats `files` to see a change: the repository's own (its `config`, `config.worktree` and their includes,
+    /// all beneath the root, as [`find::confine_config`] checked) through the root, so that one replaced by a
+    /// symlink leading out counts as changed (and is refused when the repository reopens) without being looked at;
+    /// the daemon's own system and global files by path.
+    fn stamp(&self, files: &[PathBuf]) -> ConfigStamp {
+        ConfigStamp::with(files, |path| {
+            if path.starts_with(self.root.path()) {
+                let stat = self.root.stat(path).ok()??;
+                let (dev, ino, size) = (stat.st_dev, stat.st_ino, stat.st_size as u64);
+                return Some((dev, ino, size, stat.st_mtime, stat.st_mtime_nsec as i64));
+            }
+            let meta = std::fs::metadata(path).ok()?;
+            Some((meta.dev(), meta.ino(), meta.size(), meta.mtime(), meta.mtime_nsec()))
+        })
     }
 
     /// Closes the repositories idle longest, with no clients, until the pool is within its limits.
@@ -343,7 +374,7 @@ impl Pool {
 fn hold(open: &Arc<Open>, opened_in: Option<Duration>) -> Lease {
     open.clients.fetch_add(1, Ordering::SeqCst);
     open.stats.clients.fetch_add(1, Ordering::Relaxed);
-    Lease { open: Arc::clone(open), opened_in }
+    Lease { open: Arc::clone(open), opened_in, mailmap: None }
 }
 
 fn identity(git_dir: &Path, objects_dir: &Path) -> Identity {
