@@ -9,6 +9,7 @@ use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
 use super::cache::{CachePolicy, Keep};
+use crate::store::decode::compose::Composed;
 use crate::store::locate::{EntryKey, Pack};
 use crate::store::{Damage, Data, Location, Object, ReadError, Resolver, Store, StoreOptions, delta, oid};
 
@@ -262,16 +263,33 @@ impl Store {
         let (mut shared, mut built): (Data, Option<Vec<u8>>) = (base_data, None);
         let mut spare = std::mem::take(&mut resolver.scratch.result);
         let last = walk.links.len();
+        let compose = CachePolicy::compose(kind);
+        resolver.scratch.composed.clear();
         for (depth, link) in (1..).zip(walk.links.iter().rev()) {
             let pack = &walk.packs[link.pack];
             let keep = if depth < last { CachePolicy::link(kind, depth) } else { Keep::No };
+            let below_data = built.as_deref().unwrap_or(&shared);
+            // A result nothing keeps is not built: its delta is composed with the next.
+            if compose && depth < last && keep == Keep::No {
+                let composed = Self::apply_link(pack, link, below_data, keep_deltas, None, resolver, budget);
+                composed.map_err(|d| damaged(id, pack, link.offset, d))?;
+                served_from = Some(below.replace((link.pack, link.offset)));
+                if !resolver.scratch.composed.fragmented() {
+                    continue;
+                }
+            }
             // A result that leaves the walk (kept, or the object asked for) gets an allocation of its own size;
             // the others reuse the buffer of the result before last.
             let mut out = if depth == last || keep != Keep::No { Vec::new() } else { std::mem::take(&mut spare) };
-            let below_data = built.as_deref().unwrap_or(&shared);
-            let applied = Self::apply_link(pack, link, below_data, keep_deltas, &mut out, resolver, budget);
-            applied.map_err(|d| damaged(id, pack, link.offset, d))?;
-            served_from = Some(below.replace((link.pack, link.offset)));
+            if resolver.scratch.composed.fragmented() {
+                let composed = &mut resolver.scratch.composed;
+                composed.apply(below_data, &mut out).map_err(|d| damaged(id, pack, link.offset, d.into()))?;
+                composed.clear();
+            } else {
+                let applied = Self::apply_link(pack, link, below_data, keep_deltas, Some(&mut out), resolver, budget);
+                applied.map_err(|d| damaged(id, pack, link.offset, d))?;
+                served_from = Some(below.replace((link.pack, link.offset)));
+            }
             if let Some(previous) = built.take() {
                 spare = previous;
             }
@@ -299,13 +317,14 @@ impl Store {
     }
 
     /// Applies one delta entry to `base` into `out`, the delta inflated (into the resolver's scratch buffer,
-    /// unless `keep_delta` puts it in the cache of inflated deltas) or taken from that cache.
+    /// unless `keep_delta` puts it in the cache of inflated deltas) or taken from that cache. Without `out`, the
+    /// delta is composed with those before it ([`Scratch::composed`]), which are applied with it once there is.
     fn apply_link(
         pack: &Pack,
         link: &Link,
         base: &[u8],
         keep_delta: bool,
-        out: &mut Vec<u8>,
+        out: Option<&mut Vec<u8>>,
         resolver: &mut Resolver,
         budget: &mut ChainBudget,
     ) -> Result<(), Damage> {
@@ -332,7 +351,16 @@ impl Store {
         }
         // Counted before the result is allocated.
         budget.charge(delta::result_size(delta)?)?;
-        delta::apply_into(base, delta, limit, out)?;
+        let composed = &mut resolver.scratch.composed;
+        match out {
+            None => composed.push(base.len(), delta, limit)?,
+            Some(out) if !composed.is_empty() => {
+                composed.push(base.len(), delta, limit)?;
+                composed.apply(base, out)?;
+                composed.clear();
+            }
+            Some(out) => delta::apply_into(base, delta, limit, out)?,
+        }
         resolver.scratch.trim_delta();
         if let Some(delta) = kept {
             resolver.cache.put_delta(key, Data::new(delta));
@@ -348,6 +376,8 @@ pub(in crate::store) struct Scratch {
     delta: Vec<u8>,
     /// The result before last, free for the next.
     result: Vec<u8>,
+    /// The deltas of a walk whose results are not built ([`CachePolicy::compose`]).
+    composed: Composed,
 }
 
 /// A scratch buffer larger than this is let go once used: one big blob's chain should not leave an idle
@@ -357,6 +387,9 @@ const SCRATCH_KEPT: usize = 1 << 20;
 impl Scratch {
     fn put_result(&mut self, buffer: Vec<u8>) {
         self.result = if buffer.capacity() > SCRATCH_KEPT { Vec::new() } else { buffer };
+        if self.composed.capacity() > SCRATCH_KEPT {
+            self.composed = Composed::default();
+        }
     }
 
     fn trim_delta(&mut self) {
