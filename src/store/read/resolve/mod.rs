@@ -11,7 +11,7 @@ use gix_pack::data::entry::Header;
 use super::cache::{CachePolicy, Keep};
 use crate::store::decode::compose::Composed;
 use crate::store::locate::{EntryKey, Pack};
-use crate::store::{Damage, Data, Location, Object, ReadError, Resolver, Store, StoreOptions, delta, oid};
+use crate::store::{Damage, Data, Kind, Location, Object, ReadError, Resolver, Store, StoreOptions, delta, oid};
 
 /// Finds a delta chain that comes back to an entry it passed (Brent's algorithm): it remembers one entry of the
 /// walk and compares each next one with it, moving the remembered entry forward at every power of two. A valid
@@ -257,7 +257,7 @@ impl Store {
         budget: &mut ChainBudget,
     ) -> Result<Object, ReadError> {
         let Base { object: Object { kind, data: base_data }, entry: mut below, cached } = base;
-        let keep_deltas = CachePolicy::deltas(kind, cached);
+        let keep_deltas = DeltaUse::of(kind, cached);
         let mut served_from = None;
         // The result below the next link: shared `Data` (the base, or a kept result), or a plain buffer.
         let (mut shared, mut built): (Data, Option<Vec<u8>>) = (base_data, None);
@@ -323,7 +323,7 @@ impl Store {
         pack: &Pack,
         link: &Link,
         base: &[u8],
-        keep_delta: bool,
+        keep_delta: DeltaUse,
         out: Option<&mut Vec<u8>>,
         resolver: &mut Resolver,
         budget: &mut ChainBudget,
@@ -331,11 +331,11 @@ impl Store {
         budget.charge(link.entry.decompressed_size)?;
         let key = pack.key(link.offset);
         let limit = budget.object_limit;
-        let cached = resolver.cache.get_delta(key);
+        let cached = if keep_delta == DeltaUse::Never { None } else { resolver.cache.get_delta(key) };
         let kept = match (&cached, keep_delta) {
             (Some(_), _) => None,
-            (None, true) => Some(pack.inflate(&link.entry, &mut resolver.inflater, limit)?),
-            (None, false) => {
+            (None, DeltaUse::Keep) => Some(pack.inflate(&link.entry, &mut resolver.inflater, limit)?),
+            (None, DeltaUse::Never | DeltaUse::Probe) => {
                 let scratch = &mut resolver.scratch.delta;
                 pack.inflate_into(&link.entry, &mut resolver.inflater, limit, scratch)?;
                 None
@@ -366,6 +366,30 @@ impl Store {
             resolver.cache.put_delta(key, Data::new(delta));
         }
         Ok(())
+    }
+}
+
+/// What a walk does with the inflated deltas of its links ([`CachePolicy::deltas`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DeltaUse {
+    /// Neither looked for nor kept: no delta of this kind is ever kept, so a lookup (a lock and a hash probe
+    /// per link) could only miss.
+    Never,
+    /// Taken from the cache of inflated deltas if there, not kept.
+    Probe,
+    /// Taken from that cache, or kept there once inflated.
+    Keep,
+}
+
+impl DeltaUse {
+    fn of(kind: Kind, walk_began_cached: bool) -> DeltaUse {
+        if !CachePolicy::deltas(kind, true) {
+            DeltaUse::Never
+        } else if CachePolicy::deltas(kind, walk_began_cached) {
+            DeltaUse::Keep
+        } else {
+            DeltaUse::Probe
+        }
     }
 }
 
