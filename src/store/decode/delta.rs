@@ -115,6 +115,7 @@ pub(crate) fn apply_into(base: &[u8], delta: &[u8], limit: u64, out: &mut Vec<u8
 
 /// The offset and length of a copy instruction: `cmd`'s low seven bits say which of four offset bytes and three
 /// length bytes follow; a length of 0 means 64 KiB.
+#[inline(always)]
 pub(super) fn copy_operands(cmd: u8, instructions: &[u8], pos: &mut usize) -> Result<(u64, u64), DeltaError> {
     let present = (cmd & 0x7f).count_ones() as usize;
     let operands = instructions.get(*pos..*pos + present).ok_or(DeltaError::TruncatedCopy)?;

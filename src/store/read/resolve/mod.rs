@@ -319,6 +319,7 @@ impl Store {
     /// Applies one delta entry to `base` into `out`, the delta inflated (into the resolver's scratch buffer,
     /// unless `keep_delta` puts it in the cache of inflated deltas) or taken from that cache. Without `out`, the
     /// delta is composed with those before it ([`Scratch::composed`]), which are applied with it once there is.
+    #[inline(always)]
     fn apply_link(
         pack: &Pack,
         link: &Link,
