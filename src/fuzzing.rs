@@ -83,6 +83,7 @@ pub fn session(store: &Store, data: &[u8]) -> Exit {
             jobs_per_hand_off: 4,
         },
         may_name_files: true,
+        process_exits_after: false,
         live: None,
         mark_limits: Default::default(),
         write_through: None,

@@ -92,6 +92,7 @@ pub fn assemble_for(
         may_name_files: true,
         live: None,
         mark_limits: Default::default(),
+        process_exits_after: usage == Use::OneShot,
         // A daemon hands it on only to clients of its own uid, and only with `serve --allow-writes`.
         write_through: (!cli.read_only).then(|| WriteThrough {
             // git finds the repository as cat-blobd did: from `--git-dir` as given, else from the same environment

@@ -109,6 +109,9 @@ pub struct SessionConfig {
     pub mark_limits: crate::quota::Limit,
     /// Where writing commands go; `None` refuses them (`--read-only`).
     pub write_through: Option<WriteThrough>,
+    /// The process exits once this stream ends (the one-shot binary): the stream's parsed trees are left to
+    /// the exit rather than freed one by one, as main leaves the store and the delta-base cache.
+    pub process_exits_after: bool,
 }
 
 /// Where a stream's output goes: `progress` to `stdout`, messages to `stderr`, responses to the cat-blob fd
@@ -168,7 +171,7 @@ pub fn run<R: Read>(input: R, io: StreamIo<'_>, store: &Store, config: SessionCo
     let started = Instant::now();
     let mut reader = LineReader::new(input);
     let cache = config.cache.clone();
-    let (engine_config, live) = (config.engine, config.live.clone());
+    let (engine_config, live, exits_after) = (config.engine, config.live.clone(), config.process_exits_after);
     let mut session = Session::new(io, store, cache.clone(), config);
     let trees = Arc::clone(&session.worker.trees);
     let (result, written) = std::thread::scope(|scope| {
@@ -183,6 +186,10 @@ pub fn run<R: Read>(input: R, io: StreamIo<'_>, store: &Store, config: SessionCo
     session.stats.bytes = written.bytes;
     session.stats.missing = written.missing;
     session.stats.writev_calls = written.writev_calls;
+    if exits_after {
+        // small-A, 10,000 `ls`: freeing the trees was 6.4M instructions (1.5%), touching every one again.
+        std::mem::forget(trees);
+    }
     session.end(result, started)
 }
 

@@ -32,7 +32,7 @@ pub enum DeltaError {
 
 /// Reads one of the two sizes at the start of a delta: little-endian base-128, at most ten 7-bit groups (64
 /// bits). A longer one is damage, refused at its 11th byte: counting the groups of an endless one would overflow.
-fn read_size(delta: &[u8], pos: &mut usize) -> Result<u64, DeltaError> {
+pub(super) fn read_size(delta: &[u8], pos: &mut usize) -> Result<u64, DeltaError> {
     let mut size = 0u64;
     for shift in (0..64).step_by(7) {
         let byte = *delta.get(*pos).ok_or(DeltaError::TruncatedHeader)?;
@@ -115,7 +115,8 @@ pub(crate) fn apply_into(base: &[u8], delta: &[u8], limit: u64, out: &mut Vec<u8
 
 /// The offset and length of a copy instruction: `cmd`'s low seven bits say which of four offset bytes and three
 /// length bytes follow; a length of 0 means 64 KiB.
-fn copy_operands(cmd: u8, instructions: &[u8], pos: &mut usize) -> Result<(u64, u64), DeltaError> {
+#[inline(always)]
+pub(super) fn copy_operands(cmd: u8, instructions: &[u8], pos: &mut usize) -> Result<(u64, u64), DeltaError> {
     let present = (cmd & 0x7f).count_ones() as usize;
     let operands = instructions.get(*pos..*pos + present).ok_or(DeltaError::TruncatedCopy)?;
     *pos += present;

@@ -1,5 +1,6 @@
 //! Decoding what is stored: zlib streams whole ([`inflate`]) or only their first bytes ([`inflate_prefix`]), and
-//! git's deltas ([`delta`]).
+//! git's deltas ([`delta`]), one at a time or several composed into one ([`compose`]).
+pub(crate) mod compose;
 pub(crate) mod delta;
 mod inflate;
 pub(super) mod inflate_prefix;

@@ -166,6 +166,14 @@ impl CachePolicy {
         if kind != Kind::Blob && depth.is_multiple_of(KEEP_EVERY) { Keep::Other } else { Keep::No }
     }
 
+    /// Whether the results a walk does not keep are left unbuilt, their deltas composed with the next
+    /// ([`Composed`](crate::store::decode::compose::Composed)): for trees (commits, tags), whose deltas are a
+    /// few copies and inserted entries, so that a read of a large directory copies it once rather than at every
+    /// link (small-A, 10,000 `ls`: see benches/README.md). Blobs keep building each result: not measured.
+    pub(crate) fn compose(kind: Kind) -> bool {
+        kind != Kind::Blob
+    }
+
     /// The inflated deltas of a walk: kept only when the walk started from a base found in the cache, that is
     /// on a chain walked before. A chain walked once is likely walked again in random order over git.git, where
     /// re-inflating the deltas above a cached root was a fifth of the time; over 10 million small blobs at random

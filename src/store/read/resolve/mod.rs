@@ -9,8 +9,9 @@ use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
 use super::cache::{CachePolicy, Keep};
+use crate::store::decode::compose::Composed;
 use crate::store::locate::{EntryKey, Pack};
-use crate::store::{Damage, Data, Location, Object, ReadError, Resolver, Store, StoreOptions, delta, oid};
+use crate::store::{Damage, Data, Kind, Location, Object, ReadError, Resolver, Store, StoreOptions, delta, oid};
 
 /// Finds a delta chain that comes back to an entry it passed (Brent's algorithm): it remembers one entry of the
 /// walk and compares each next one with it, moving the remembered entry forward at every power of two. A valid
@@ -268,22 +269,41 @@ impl Store {
         budget: &mut ChainBudget,
     ) -> Result<Object, ReadError> {
         let Base { object: Object { kind, data: base_data }, entry: mut below, cached } = base;
-        let keep_deltas = CachePolicy::deltas(kind, cached) && !resolver.pack_order.in_run();
+        // A pack-order run applies each delta about once: its deltas are neither looked for nor kept.
+        let keep_deltas =
+            if resolver.pack_order.in_run() { DeltaUse::Never } else { DeltaUse::of(kind, cached) };
         let mut served_from = None;
         // The result below the next link: shared `Data` (the base, or a kept result), or a plain buffer.
         let (mut shared, mut built): (Data, Option<Vec<u8>>) = (base_data, None);
         let mut spare = std::mem::take(&mut resolver.scratch.result);
         let last = walk.links.len();
+        let compose = CachePolicy::compose(kind);
+        resolver.scratch.composed.clear();
         for (depth, link) in (1..).zip(walk.links.iter().rev()) {
             let pack = &walk.packs[link.pack];
             let keep = if depth < last { CachePolicy::link(kind, depth) } else { Keep::No };
+            let below_data = built.as_deref().unwrap_or(&shared);
+            // A result nothing keeps is not built: its delta is composed with the next.
+            if compose && depth < last && keep == Keep::No {
+                let composed = Self::apply_link(pack, link, below_data, keep_deltas, None, resolver, budget);
+                composed.map_err(|d| damaged(id, pack, link.offset, d))?;
+                served_from = Some(below.replace((link.pack, link.offset)));
+                if !resolver.scratch.composed.fragmented() {
+                    continue;
+                }
+            }
             // A result that leaves the walk (kept, or the object asked for) gets an allocation of its own size;
             // the others reuse the buffer of the result before last.
             let mut out = if depth == last || keep != Keep::No { Vec::new() } else { std::mem::take(&mut spare) };
-            let below_data = built.as_deref().unwrap_or(&shared);
-            let applied = Self::apply_link(pack, link, below_data, keep_deltas, &mut out, resolver, budget);
-            applied.map_err(|d| damaged(id, pack, link.offset, d))?;
-            served_from = Some(below.replace((link.pack, link.offset)));
+            if resolver.scratch.composed.fragmented() {
+                let composed = &mut resolver.scratch.composed;
+                composed.apply(below_data, &mut out).map_err(|d| damaged(id, pack, link.offset, d.into()))?;
+                composed.clear();
+            } else {
+                let applied = Self::apply_link(pack, link, below_data, keep_deltas, Some(&mut out), resolver, budget);
+                applied.map_err(|d| damaged(id, pack, link.offset, d))?;
+                served_from = Some(below.replace((link.pack, link.offset)));
+            }
             if let Some(previous) = built.take() {
                 spare = previous;
             }
@@ -311,24 +331,26 @@ impl Store {
     }
 
     /// Applies one delta entry to `base` into `out`, the delta inflated (into the resolver's scratch buffer,
-    /// unless `keep_delta` puts it in the cache of inflated deltas) or taken from that cache.
+    /// unless `keep_delta` puts it in the cache of inflated deltas) or taken from that cache. Without `out`, the
+    /// delta is composed with those before it ([`Scratch::composed`]), which are applied with it once there is.
+    #[inline(always)]
     fn apply_link(
         pack: &Pack,
         link: &Link,
         base: &[u8],
-        keep_delta: bool,
-        out: &mut Vec<u8>,
+        keep_delta: DeltaUse,
+        out: Option<&mut Vec<u8>>,
         resolver: &mut Resolver,
         budget: &mut ChainBudget,
     ) -> Result<(), Damage> {
         budget.charge(link.entry.decompressed_size)?;
         let key = pack.key(link.offset);
         let limit = budget.object_limit;
-        let cached = if resolver.pack_order.in_run() { None } else { resolver.cache.get_delta(key) };
+        let cached = if keep_delta == DeltaUse::Never { None } else { resolver.cache.get_delta(key) };
         let kept = match (&cached, keep_delta) {
             (Some(_), _) => None,
-            (None, true) => Some(pack.inflate(&link.entry, &mut resolver.inflater, limit)?),
-            (None, false) => {
+            (None, DeltaUse::Keep) => Some(pack.inflate(&link.entry, &mut resolver.inflater, limit)?),
+            (None, DeltaUse::Never | DeltaUse::Probe) => {
                 let scratch = &mut resolver.scratch.delta;
                 pack.inflate_into(&link.entry, &mut resolver.inflater, limit, scratch)?;
                 None
@@ -344,12 +366,45 @@ impl Store {
         }
         // Counted before the result is allocated.
         budget.charge(delta::result_size(delta)?)?;
-        delta::apply_into(base, delta, limit, out)?;
+        let composed = &mut resolver.scratch.composed;
+        match out {
+            None => composed.push(base.len(), delta, limit)?,
+            Some(out) if !composed.is_empty() => {
+                composed.push(base.len(), delta, limit)?;
+                composed.apply(base, out)?;
+                composed.clear();
+            }
+            Some(out) => delta::apply_into(base, delta, limit, out)?,
+        }
         resolver.scratch.trim_delta();
         if let Some(delta) = kept {
             resolver.cache.put_delta(key, Data::new(delta));
         }
         Ok(())
+    }
+}
+
+/// What a walk does with the inflated deltas of its links ([`CachePolicy::deltas`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DeltaUse {
+    /// Neither looked for nor kept: no delta of this kind is ever kept, so a lookup (a lock and a hash probe
+    /// per link) could only miss.
+    Never,
+    /// Taken from the cache of inflated deltas if there, not kept.
+    Probe,
+    /// Taken from that cache, or kept there once inflated.
+    Keep,
+}
+
+impl DeltaUse {
+    fn of(kind: Kind, walk_began_cached: bool) -> DeltaUse {
+        if !CachePolicy::deltas(kind, true) {
+            DeltaUse::Never
+        } else if CachePolicy::deltas(kind, walk_began_cached) {
+            DeltaUse::Keep
+        } else {
+            DeltaUse::Probe
+        }
     }
 }
 
@@ -360,6 +415,8 @@ pub(in crate::store) struct Scratch {
     delta: Vec<u8>,
     /// The result before last, free for the next.
     result: Vec<u8>,
+    /// The deltas of a walk whose results are not built ([`CachePolicy::compose`]).
+    composed: Composed,
 }
 
 /// A scratch buffer larger than this is let go once used: one big blob's chain should not leave an idle
@@ -369,6 +426,9 @@ const SCRATCH_KEPT: usize = 1 << 20;
 impl Scratch {
     fn put_result(&mut self, buffer: Vec<u8>) {
         self.result = if buffer.capacity() > SCRATCH_KEPT { Vec::new() } else { buffer };
+        if self.composed.capacity() > SCRATCH_KEPT {
+            self.composed = Composed::default();
+        }
     }
 
     fn trim_delta(&mut self) {

@@ -355,3 +355,31 @@ fn a_walk_reuses_one_result_buffer_and_lets_a_big_one_go() {
         assert_eq!(capacity >= contents[2].len(), kept, "{capacity} after results of {} bytes", contents[2].len());
     }
 }
+
+/// The results of a tree's walk that nothing keeps are not built: the deltas between kept links are composed
+/// and applied once, so the scratch result buffer is never used (a blob's walk builds each one in it). A
+/// damaged delta inside a composed run is reported at its own entry.
+#[test]
+fn a_tree_walk_builds_only_the_links_it_keeps_and_the_object() {
+    let contents = versions("v", 11);
+    for kind in [Kind::Tree, Kind::Blob] {
+        let objects = Objects::new();
+        let entries = chain_of(kind, &slices(&contents), true);
+        objects.add_pack("a", &entries);
+        let store = open(&objects);
+        for k in [10, 7, 2, 9, 0, 5] {
+            let resolver = &mut Resolver::new(1 << 20);
+            let object = store.read(&entries[k].0, resolver).expect("intact").expect("present");
+            assert_eq!((object.kind, object.data.to_vec()), (kind, contents[k].clone()));
+            let built = resolver.scratch.result.capacity() > 0;
+            assert_eq!(built, kind == Kind::Blob && k >= 2, "{kind} {k}: an intermediate result built");
+        }
+    }
+    let mut entries = chain_of(Kind::Tree, &slices(&contents), true);
+    entries[6].1 = Stored::Ofs(5, delta(contents[5].len() + 1, 0, &contents[6]));
+    let objects = Objects::new();
+    let (path, offsets) = objects.add_pack("bad", &entries);
+    let err = open(&objects).read(&entries[7].0, &mut Resolver::new(1 << 20)).expect_err("a damaged delta");
+    assert!(matches!(err.damage, Damage::Delta(delta::DeltaError::BaseSizeMismatch { .. })), "{err}");
+    assert_eq!(err.location, Location::Pack { path, offset: offsets[6] });
+}
