@@ -270,8 +270,7 @@ impl Store {
     ) -> Result<Object, ReadError> {
         let Base { object: Object { kind, data: base_data }, entry: mut below, cached } = base;
         // A pack-order run applies each delta about once: its deltas are neither looked for nor kept.
-        let keep_deltas =
-            if resolver.pack_order.in_run() { DeltaUse::Never } else { DeltaUse::of(kind, cached) };
+        let keep_deltas = if resolver.pack_order.in_run() { DeltaUse::Never } else { DeltaUse::of(kind, cached) };
         let mut served_from = None;
         // The result below the next link: shared `Data` (the base, or a kept result), or a plain buffer.
         let (mut shared, mut built): (Data, Option<Vec<u8>>) = (base_data, None);
