@@ -188,26 +188,43 @@ enum Found {
     Discovered(Option<PathBuf>),
 }
 
-/// The work tree's `.mailmap` as git's `setup_explicit_git_dir` and `setup_discovered_git_dir` (setup.c) place
-/// the work tree: `GIT_WORK_TREE`, else `core.worktree` (unless `core.bare`), else the discovered one, else (a
-/// named git directory) the current directory, unless `core.bare` or `git --bare` leave none. git then works at
-/// the top of the work tree if it started inside it, and where it started otherwise. `None`: git takes the
-/// repository as bare.
-fn work_tree_mailmap(git_dir: &Path, found: &Found, config: WorkTreeConfig, env: &Environment) -> Option<PathBuf> {
-    let here = PathBuf::from(".mailmap");
-    let work_tree = match (&env.work_tree, config.bare, config.worktree, found) {
-        (Some(dir), ..) => dir.clone(),
-        (None, Some(true), ..) => return None,
-        (None, _, Some(dir), _) => git_dir.join(dir),
-        (None, _, None, Found::Discovered(top)) => top.clone()?,
-        (None, bare, None, Found::Explicit) => {
+/// Where git's `setup_explicit_git_dir` and `setup_discovered_git_dir` (setup.c) place the work tree:
+/// `GIT_WORK_TREE`, else none if `core.bare`, else `core.worktree`, else the discovered one (`discovered`: `None`
+/// for a git directory named by `--git-dir` or `GIT_DIR`, else the top found walking up, `None` in it for a bare
+/// repository), else (a named git directory) the directory git starts in, unless `git --bare` leaves none and
+/// `core.bare` is not `false`. `None`: git takes the repository as bare; `Some(None)`: the directory git starts in.
+pub(crate) fn work_tree(
+    git_dir: &Path,
+    discovered: Option<&Option<PathBuf>>,
+    config: &WorkTreeConfig,
+    env: &Environment,
+) -> Option<Option<PathBuf>> {
+    match (&env.work_tree, config.bare, &config.worktree, discovered) {
+        (Some(dir), ..) => Some(Some(dir.clone())),
+        (None, Some(true), ..) => None,
+        (None, _, Some(dir), _) => Some(Some(git_dir.join(dir))),
+        (None, _, None, Some(top)) => top.clone().map(Some),
+        (None, bare, None, None) => {
             let implicit = env
                 .implicit_work_tree
                 .as_ref()
                 .is_none_or(|value| gix_config::Boolean::try_from(value.clone()).map_or(true, |value| value.0));
             // Without a work tree, git takes the repository as bare unless `core.bare` says otherwise.
-            return (implicit || bare == Some(false)).then_some(here);
+            (implicit || bare == Some(false)).then_some(None)
         }
+    }
+}
+
+/// The work tree's `.mailmap` where git reads it ([`work_tree`]): git works at the top of the work tree if it
+/// started inside it, and where it started otherwise. `None`: git takes the repository as bare.
+fn work_tree_mailmap(git_dir: &Path, found: &Found, config: WorkTreeConfig, env: &Environment) -> Option<PathBuf> {
+    let here = PathBuf::from(".mailmap");
+    let discovered = match found {
+        Found::Explicit => None,
+        Found::Discovered(top) => Some(top),
+    };
+    let Some(work_tree) = work_tree(git_dir, discovered, &config, env)? else {
+        return Some(here);
     };
     let (Ok(top), Ok(cwd)) = (std::fs::canonicalize(&work_tree), std::env::current_dir()) else {
         return Some(work_tree.join(".mailmap"));

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use super::confine::{ConfineError, Root};
 use super::find::Found;
 use crate::cat_file::{MailmapError, MailmapFiles};
-use crate::repo::MailmapConfig;
+use crate::repo::{MailmapConfig, work_tree};
 
 /// Where one client's `--use-mailmap` reads.
 pub(crate) struct ClientMailmap {
@@ -21,27 +21,11 @@ pub(crate) struct ClientMailmap {
 }
 
 impl ClientMailmap {
-    /// `found`'s client's mailmap, from its repository's `settings`: git's `setup_explicit_git_dir` and
-    /// `setup_discovered_git_dir` (setup.c). The work tree is `GIT_WORK_TREE`, else none if `core.bare`, else
-    /// `core.worktree`, else the one discovered, else (a named git directory) the client's directory unless
-    /// `git --bare` says there is none.
+    /// `found`'s client's mailmap, from its repository's `settings`, with the work tree git would place for that
+    /// client ([`work_tree`]).
     pub(crate) fn new(root: &Root, found: &Found, settings: &MailmapConfig) -> ClientMailmap {
         let cwd = found.cwd.clone();
-        let work_tree = match (&found.env.work_tree, settings.work_tree.bare, &settings.work_tree.worktree) {
-            (Some(dir), ..) => Some(Some(dir.clone())),
-            (None, Some(true), _) => None,
-            (None, _, Some(dir)) => Some(Some(found.git_dir.join(dir))),
-            (None, core_bare, None) => match &found.discovered {
-                Some(top) => top.clone().map(Some),
-                None => {
-                    let implicit =
-                        found.env.implicit_work_tree.as_ref().is_none_or(|value| {
-                            gix_config::Boolean::try_from(value.clone()).map_or(true, |value| value.0)
-                        });
-                    (implicit || core_bare == Some(false)).then_some(None)
-                }
-            },
-        };
+        let work_tree = work_tree(&found.git_dir, found.discovered.as_ref(), &settings.work_tree, &found.env);
         // The top of the work tree, where git works if the client is inside it (its real path, beneath the root).
         let top = work_tree.clone().flatten().and_then(|dir| root.resolve(&dir).ok().flatten()).map(|top| top.path);
         let base = match (top, &cwd) {
