@@ -39,6 +39,7 @@ pub mod fuzzing;
 pub mod git_compat;
 pub mod io;
 pub mod quota;
+pub mod refs;
 mod repo;
 pub mod response;
 pub mod server;

@@ -14,6 +14,7 @@ use crate::fast_import::stream_blobs::StreamBlobLimits;
 use crate::fast_import::write_through::WriteThrough;
 use crate::git_compat::parse_ulong::git_parse_ulong;
 use crate::quota::Limit;
+use crate::refs::{Files, Refs};
 pub use crate::repo::Environment;
 use crate::repo::{RepoError, Repository};
 use crate::store::cache::SharedCache;
@@ -29,6 +30,9 @@ pub enum SettingsError {
     AllocLimit,
     #[error("cannot make {} absolute: {source}", .path.display())]
     Absolute { path: PathBuf, source: std::io::Error },
+    /// A replace ref that may not be read (it leads outside a `--root` daemon's root).
+    #[error(transparent)]
+    Refused(#[from] crate::refs::FileError),
 }
 
 /// Where the settings are used: one stream in this process, or a daemon's many.
@@ -50,20 +54,23 @@ pub struct Assembled {
 
 /// Assembles [`Assembled`] from cat-blobd's own flags and `env`.
 pub fn assemble(cli: &cli::Cli, env: &Environment, usage: Use) -> Result<Assembled, SettingsError> {
-    assemble_for(repository(cli, env, usage)?, cli, env, usage)
+    assemble_for(repository(cli, env, usage)?, cli, env, usage, Files::ByPath)
 }
 
-/// [`assemble`] for `repo`, found elsewhere (a `--root` daemon finds each client's).
+/// [`assemble`] for `repo`, found elsewhere (a `--root` daemon finds each client's), its references read as
+/// `files` says.
 pub fn assemble_for(
     repo: Repository,
     cli: &cli::Cli,
     env: &Environment,
     usage: Use,
+    files: Files<'_>,
 ) -> Result<Assembled, SettingsError> {
     let replacements = if repo.config.use_replace_refs && !env.no_replace_objects {
         // Ref names are UTF-8 here: a base that is not names no ref, and git's default applies.
         let base = env.replace_ref_base.as_ref().and_then(|base| base.to_str()).unwrap_or("refs/replace/");
-        Replacements::read(&repo.common_dir, base, repo.object_hash)
+        let refs = Refs::open(&repo.common_dir, &repo.common_dir, repo.object_hash, files);
+        Replacements::read(&refs, base, repo.object_hash)?
     } else {
         Replacements::default()
     };

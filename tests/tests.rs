@@ -28,6 +28,7 @@ mod server_hardening;
 mod server_root;
 mod server_root_changes;
 mod server_root_files;
+mod server_root_refs;
 mod server_root_worktrees;
 mod shim;
 mod util;

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use gix_object::Kind;
 
-use super::names::Names;
+use super::names::{NameError, Names};
 use super::output::Messages;
 use crate::fatal::Bytes;
 use crate::repo::MailmapConfig;
@@ -85,7 +85,7 @@ impl Mailmap {
         }
         let default_blob = config.work_tree_file.is_none().then_some(&b"HEAD:.mailmap"[..]);
         if let Some(blob) = config.blob.as_deref().or(default_blob) {
-            read_blob(blob, names, &mut snapshot);
+            read_blob(blob, names, &mut snapshot)?;
         }
         if let Some(file) = &config.file {
             read_file(files, file, false, messages, &mut snapshot)?;
@@ -237,8 +237,13 @@ fn read_file(
 }
 
 /// git's `read_mailmap_blob`: a name that does not resolve is no mailmap; one that is not a blob is an error.
-fn read_blob(name: &[u8], names: &mut Names<'_>, snapshot: &mut gix_mailmap::Snapshot) {
-    let Ok(resolved) = names.resolve(name) else { return };
+fn read_blob(name: &[u8], names: &mut Names<'_>, snapshot: &mut gix_mailmap::Snapshot) -> Result<(), MailmapError> {
+    let resolved = match names.resolve(name) {
+        Ok(resolved) => resolved,
+        // A reference leading outside a `--root` daemon's root: the run dies, as for a mailmap file there.
+        Err(NameError::Refused(message)) => return Err(MailmapError::Refused(message)),
+        Err(_) => return Ok(()),
+    };
     let messages = names.messages;
     match names.store.read(&resolved.id, names.resolver) {
         Ok(Some(object)) if object.kind == Kind::Blob => {
@@ -249,6 +254,7 @@ fn read_blob(name: &[u8], names: &mut Names<'_>, snapshot: &mut gix_mailmap::Sna
         Ok(Some(_)) => messages.write(format!("error: mailmap is not a blob: {}\n", Bytes(name)).as_bytes()),
         _ => messages.write(format!("error: unable to read mailmap object at {}\n", Bytes(name)).as_bytes()),
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -46,6 +46,8 @@ pub struct Repo<'a> {
     /// Where `--use-mailmap` reads the mailmap, and how its files are opened.
     pub mailmap: &'a crate::repo::MailmapConfig,
     pub mailmap_files: &'a dyn MailmapFiles,
+    /// How the references and the index are read (beneath the root, for a `--root` daemon's client).
+    pub files: crate::refs::Files<'a>,
     /// The branches' upstreams and the remotes, for `@{upstream}` and `@{push}`.
     pub remotes: &'a crate::config::RemotesConfig,
     /// `extensions.compatObjectFormat` is set (ids in the other hash are refused by name).
@@ -68,6 +70,7 @@ impl<'a> Repo<'a> {
             quote_path: repo.config.quote_path,
             mailmap: &repo.config.mailmap,
             mailmap_files: &mailmap::ByPath,
+            files: crate::refs::Files::ByPath,
             remotes: &repo.config.remotes,
             compat_object_format: repo.compat_object_format,
             cache,
@@ -191,16 +194,13 @@ pub fn run(
         Err(err) => return usage(err, &io),
     };
     let hash = repo.store.object_hash();
-    let refs = if repo.git_dir == repo.common_dir {
-        gix_ref::file::Store::at(repo.git_dir.to_owned(), hash)
-    } else {
-        gix_ref::file::Store::for_linked_worktree(repo.git_dir.to_owned(), repo.common_dir.to_owned(), hash)
-    };
+    let refs = crate::refs::Refs::open(repo.git_dir, repo.common_dir, hash, repo.files);
     let mut resolver = Resolver::sharing(repo.cache.clone());
     let messages = Messages(io.stderr);
     let names = names::Names {
         store: repo.store,
         refs,
+        files: repo.files,
         resolver: &mut resolver,
         index_file: index_file(repo),
         follow_symlinks: args.follow_symlinks,

@@ -1,6 +1,8 @@
 //! One object named on the command line (git's `cat_one_file`): `-t`, `-s`, `-e`, `-p` and `<type> <object>`.
 
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 use gix_object::Kind;
 
@@ -104,12 +106,10 @@ fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFil
     match names.resolve(name) {
         Ok(resolved) => Ok(resolved),
         // git's `diagnose_invalid_oid_path` looks for the path on disk first (lstat, from the current directory).
-        Err(NameError::PathMissing { path, rev })
-            if std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&path)).is_ok() =>
-        {
+        Err(NameError::PathMissing { path, rev }) if names.files.on_disk(Path::new(OsStr::from_bytes(&path))) => {
             Err(CatFileError::Git(Die::OnDiskNotInRev { path, rev }))
         }
-        Err(NameError::NotInIndex(path)) if std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(&path)).is_ok() => {
+        Err(NameError::NotInIndex(path)) if names.files.on_disk(Path::new(OsStr::from_bytes(&path))) => {
             Err(CatFileError::Git(Die::OnDiskNotInIndex(path)))
         }
         Err(
@@ -123,7 +123,8 @@ fn resolve_or_die(names: &mut Names<'_>, name: &[u8]) -> Result<Resolved, CatFil
             | NameError::NotAtStage { .. }
             | NameError::Read(_)
             | NameError::Tree(_)
-            | NameError::Index(_)),
+            | NameError::Index(_)
+            | NameError::Refused(_)),
         ) => Err(err.into()),
         Err(_) => Err(CatFileError::Git(Die::NotValidName(name.to_vec()))),
     }

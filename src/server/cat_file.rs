@@ -40,6 +40,10 @@ pub(super) fn run(
         repo.mailmap = &mailmap.config;
         repo.mailmap_files = files;
     }
+    // … and its references and index, beneath the root too.
+    if let Repos::Root(pool) = &state.repos {
+        repo.files = crate::refs::Files::Through(&pool.root);
+    }
     let interrupted = || cancel.reason().map(CancelReason::message);
     let live = Some(Arc::clone(&state.counters.work));
     let io = Io { stdout, stderr: Some(stderr), live, interrupted: Some(&interrupted) };

@@ -61,6 +61,10 @@ pub enum NameError {
     /// `@{upstream}` or `@{push}` of a branch that has none: git dies with this message.
     #[error(transparent)]
     Branch(#[from] super::upstream::BranchError),
+    /// A file the name needs that may not be read (a reference or reflog leading outside a `--root` daemon's
+    /// root): the run dies with this message.
+    #[error("{0}")]
+    Refused(String),
     /// An object that gix-object cannot parse where git needs to look into it (a commit's tree, a tag's target).
     #[error("cannot parse {kind} {id}")]
     Unparsable { id: ObjectId, kind: Kind },
@@ -81,7 +85,7 @@ pub enum ReflogError {
     Read {
         name: Vec<u8>,
         #[source]
-        source: gix_error::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// An entry's time that git's `show_date` dies on, in a warning about it.
     #[error(transparent)]

@@ -9,7 +9,6 @@ mod ambiguous;
 mod error;
 mod forms;
 mod index;
-mod ref_rules;
 mod reflog;
 mod reflog_entries;
 mod resolve;

@@ -5,9 +5,10 @@
 use gix_hash::ObjectId;
 
 use super::error::ReflogError;
-use super::ref_rules;
 use super::reflog_entries::{self, Entry};
 use crate::git_compat::date::{approxidate_careful, show_rfc2822};
+use crate::refs::Refs;
+use crate::refs::rules as ref_rules;
 
 /// A reference's reflog: its full name and what it names now.
 pub(crate) struct Log {
@@ -17,7 +18,7 @@ pub(crate) struct Log {
 
 /// git's `repo_dwim_log`: the first reference, by git's rules, that `name` names and that has a reflog (its
 /// own, or that of the reference a symbolic one points at), and how many of the rules found one.
-pub(crate) fn find(refs: &gix_ref::file::Store, name: &[u8]) -> Option<(Log, usize)> {
+pub(crate) fn find(refs: &Refs<'_>, name: &[u8]) -> Option<(Log, usize)> {
     let mut found = None;
     let mut count = 0;
     for full in ref_rules::expansions(name) {
@@ -30,15 +31,14 @@ pub(crate) fn find(refs: &gix_ref::file::Store, name: &[u8]) -> Option<(Log, usi
 }
 
 /// `@{…}` without a name: the branch HEAD points at (git's `repo_dwim_ref("HEAD")`), reflog or not.
-pub(crate) fn of_head(refs: &gix_ref::file::Store) -> Option<Log> {
+pub(crate) fn of_head(refs: &Refs<'_>) -> Option<Log> {
     let (name, current) = resolve(refs, b"HEAD")?;
     Some(Log { name, current })
 }
 
 /// Does `name` have a reflog (a file; git's `files_reflog_exists`)?
-fn exists(refs: &gix_ref::file::Store, name: &[u8]) -> bool {
-    let full = <&gix_ref::FullNameRef>::try_from(gix_object::bstr::BStr::new(name));
-    full.is_ok_and(|full| refs.reflog_exists(full).unwrap_or(false))
+fn exists(refs: &Refs<'_>, name: &[u8]) -> bool {
+    refs.reflog_exists(name)
 }
 
 /// What `@{<text>}` asks for: git reads digits as a count (from 100000000 on, as seconds since 1970), and
@@ -72,7 +72,7 @@ pub(crate) fn query(text: &[u8]) -> Option<Query> {
 /// The rest of git's `get_oid_basic` for a reflog: the id `query` names in `log`. `shown` is the name git's
 /// messages use (as given, or the branch's short name for `@{…}`). Warnings go to `warnings`.
 pub(crate) fn lookup(
-    refs: &gix_ref::file::Store,
+    refs: &Refs<'_>,
     hash: gix_hash::Kind,
     log: &Log,
     query: &Query,
@@ -163,7 +163,7 @@ fn warn(warnings: &mut Vec<u8>, what: &[u8], refname: &[u8], date: &str) {
 /// `@{-<n>}` (git's `interpret_nth_prior_checkout`): the branch (or id) HEAD was on before the `n`-th newest
 /// `checkout: moving from <a> to <b>` in HEAD's reflog.
 pub(crate) fn nth_prior_checkout(
-    refs: &gix_ref::file::Store,
+    refs: &Refs<'_>,
     hash: gix_hash::Kind,
     n: usize,
 ) -> Result<Option<Vec<u8>>, ReflogError> {
@@ -178,10 +178,9 @@ pub(crate) fn short_name(log: &Log) -> Vec<u8> {
 }
 
 /// The full name a reference resolves to (one symbolic level followed, as far as it leads) and its id.
-fn resolve(refs: &gix_ref::file::Store, full: &[u8]) -> Option<(Vec<u8>, ObjectId)> {
-    let full_bstr: &gix_object::bstr::BStr = full.into();
-    let full_name = <&gix_ref::FullNameRef>::try_from(full_bstr).ok()?;
-    let mut reference = refs.try_find(full_name.as_partial_name()).ok()??;
+fn resolve(refs: &Refs<'_>, full: &[u8]) -> Option<(Vec<u8>, ObjectId)> {
+    let _: &gix_ref::FullNameRef = gix_object::bstr::BStr::new(full).try_into().ok()?;
+    let mut reference = refs.find(full)?;
     if reference.name.as_bstr() != full {
         return None;
     }
@@ -191,7 +190,7 @@ fn resolve(refs: &gix_ref::file::Store, full: &[u8]) -> Option<(Vec<u8>, ObjectI
             gix_ref::Target::Object(id) => return Some((name, id)),
             gix_ref::Target::Symbolic(target) => {
                 name = target.as_bstr().to_vec();
-                reference = refs.try_find(target.as_ref().as_partial_name()).ok()??;
+                reference = refs.find(target.as_bstr())?;
             }
         }
     }
@@ -203,7 +202,7 @@ fn resolve(refs: &gix_ref::file::Store, full: &[u8]) -> Option<(Vec<u8>, ObjectI
 /// (no such reference or log, no date in the text, or a mark git never reads because something other than
 /// `^…`, `~<n>` or `:<path>` follows it). git's warnings go to `warnings`.
 pub(crate) fn at_mark(
-    refs: &gix_ref::file::Store,
+    refs: &Refs<'_>,
     hash: gix_hash::Kind,
     name: &[u8],
     ref_name: Option<&[u8]>,

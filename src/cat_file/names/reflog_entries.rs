@@ -13,6 +13,7 @@ use gix_hash::ObjectId;
 
 use super::error::ReflogError;
 use crate::git_compat::strtoumax::{strtol, strtoumax};
+use crate::refs::Refs;
 
 /// One reflog line: `<old> <new> <name> <<email>> <time> <tz>\t<message>`.
 pub(super) struct Entry<'a> {
@@ -25,15 +26,9 @@ pub(super) struct Entry<'a> {
     pub message: &'a [u8],
 }
 
-/// The bytes of the reflog of the full reference name `name`, read by gix-ref; `None` when there is none.
-pub(super) fn read(refs: &gix_ref::file::Store, name: &[u8]) -> Result<Option<Vec<u8>>, ReflogError> {
-    let Ok(full) = <&gix_ref::FullNameRef>::try_from(gix_object::bstr::BStr::new(name)) else { return Ok(None) };
-    let mut buf = Vec::new();
-    match refs.reflog_iter(full, &mut buf) {
-        Ok(Some(_lines)) => Ok(Some(buf)),
-        Ok(None) => Ok(None),
-        Err(source) => Err(ReflogError::Read { name: name.to_vec(), source }),
-    }
+/// The bytes of the reflog of the full reference name `name`; `None` when there is none.
+pub(super) fn read(refs: &Refs<'_>, name: &[u8]) -> Result<Option<Vec<u8>>, ReflogError> {
+    refs.reflog(name).map_err(|source| ReflogError::Read { name: name.to_vec(), source })
 }
 
 /// The entries of `log` that git reads, oldest first (the file's order).

@@ -16,8 +16,9 @@ use super::symlinks::{self, Followed};
 use super::syntax::{describe_output, nth_onion, rev_before_path, with_reflog_stand_in};
 use super::upstream;
 use super::walk;
-use super::{index, ref_rules, reflog, search};
+use super::{index, reflog, search};
 use crate::cat_file::output::Messages;
+use crate::refs::rules as ref_rules;
 use crate::store::{PrefixMatch, Resolver, Store};
 
 /// A resolved name: the object and, for `<rev>:<path>`, the tree entry's mode.
@@ -30,7 +31,9 @@ pub struct Resolved {
 /// Resolves names against one repository's refs and objects.
 pub struct Names<'a> {
     pub store: &'a Store,
-    pub refs: gix_ref::file::Store,
+    pub refs: crate::refs::Refs<'a>,
+    /// How the repository's files (the index, and those the refs read) are read.
+    pub files: crate::refs::Files<'a>,
     pub resolver: &'a mut Resolver,
     /// The index file `:<path>` reads (`$GIT_INDEX_FILE`, else `<git-dir>/index`).
     pub index_file: super::IndexFile,
@@ -45,8 +48,18 @@ pub struct Names<'a> {
 }
 
 impl Names<'_> {
-    /// The object `name` names (git's `get_oid_with_context` with `GET_OID_HASH_ANY`).
+    /// The object `name` names (git's `get_oid_with_context` with `GET_OID_HASH_ANY`). A reference file met on
+    /// the way that may not be read (one leading outside a `--root` daemon's root) is the answer, whatever was
+    /// found without it: the run dies naming it.
     pub fn resolve(&mut self, name: &[u8]) -> Result<Resolved, NameError> {
+        let resolved = self.resolve_name(name);
+        match self.refs.take_refused() {
+            Some(refused) => Err(NameError::Refused(refused.to_string())),
+            None => resolved,
+        }
+    }
+
+    fn resolve_name(&mut self, name: &[u8]) -> Result<Resolved, NameError> {
         let hash = self.store.object_hash();
         if name.len() == hash.len_in_hex()
             && let Ok(id) = ObjectId::from_hex(name)
@@ -108,28 +121,19 @@ impl Names<'_> {
 
     /// The object a (partial) ref name leads to.
     fn follow(&self, name: &[u8]) -> Option<ObjectId> {
-        let name: &gix_object::bstr::BStr = name.into();
-        let partial: &gix_ref::PartialNameRef = name.try_into().ok()?;
-        self.to_object(self.refs.try_find(partial).ok()??)
-    }
-
-    /// The object `reference` leads to, through symbolic refs (loose or packed).
-    fn to_object(&self, mut reference: gix_ref::Reference) -> Option<ObjectId> {
-        use gix_ref::file::ReferenceExt;
-        let packed = self.refs.cached_packed_buffer().ok().flatten();
-        reference.follow_to_object_packed(&self.refs, packed.as_ref().map(|buffer| &***buffer)).ok()
+        self.refs.to_object(self.refs.find(name)?)
     }
 
     /// The object the full ref name `name` leads to (no lookup rules).
     fn follow_full(&self, name: &[u8]) -> Option<ObjectId> {
         let full: &gix_ref::FullNameRef = gix_object::bstr::BStr::new(name).try_into().ok()?;
-        let reference = self.refs.try_find(full.as_partial_name()).ok()??;
-        (reference.name.as_ref() == full).then(|| self.to_object(reference)).flatten()
+        let reference = self.refs.find(name)?;
+        (reference.name.as_ref() == full).then(|| self.refs.to_object(reference)).flatten()
     }
 
     /// The branch HEAD is on (git's `current_branch`): `None` when HEAD is detached or not on `refs/heads/`.
     fn current_branch(&self) -> Option<Vec<u8>> {
-        let head = self.refs.try_find("HEAD").ok()??;
+        let head = self.refs.find(b"HEAD")?;
         match head.target {
             gix_ref::Target::Symbolic(target) => target.as_bstr().strip_prefix(b"refs/heads/").map(<[u8]>::to_vec),
             gix_ref::Target::Object(_) => None,
@@ -144,7 +148,7 @@ impl Names<'_> {
             .filter(|full| {
                 let full: &gix_object::bstr::BStr = full.as_slice().into();
                 let Ok(full) = <&gix_ref::FullNameRef>::try_from(full) else { return false };
-                self.refs.try_find(full.as_partial_name()).ok().flatten().is_some_and(|r| r.name.as_ref() == full)
+                self.refs.find(full.as_bstr()).is_some_and(|r| r.name.as_ref() == full)
             })
             .count();
         // A name starting with `refs/` also matches the first rule ("%s") as itself.
@@ -552,7 +556,7 @@ impl delegate::Navigate for Spec<'_, '_> {
         }
         // Without an index (a bare repository) nothing is in it.
         let hash = self.names.store.object_hash();
-        match index::lookup(&self.names.index_file, hash, path, stage) {
+        match index::lookup(&self.names.index_file, hash, path, stage, self.names.files) {
             Ok(index::Entry::Found { id, mode }) => self.set_entry(id, Some(mode)),
             Ok(index::Entry::Absent) => self.fail(NameError::NotInIndex(path.to_vec())),
             Ok(index::Entry::OtherStage(found)) => {

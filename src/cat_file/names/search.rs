@@ -48,13 +48,8 @@ pub(crate) fn youngest_matching(
 
 /// The references `:/<text>` starts from, in the order git queues them (`handle_one_ref` over every reference,
 /// then HEAD, each prepended): HEAD first, then the references in reverse name order.
-pub(crate) fn ref_names(refs: &gix_ref::file::Store) -> Vec<Vec<u8>> {
-    let mut names: Vec<Vec<u8>> = Vec::new();
-    if let Ok(platform) = refs.iter()
-        && let Ok(all) = platform.all()
-    {
-        names.extend(all.filter_map(Result::ok).map(|reference| reference.name.as_bstr().to_vec()));
-    }
+pub(crate) fn ref_names(refs: &crate::refs::Refs<'_>) -> Vec<Vec<u8>> {
+    let mut names: Vec<Vec<u8>> = refs.all().into_iter().map(|reference| reference.name.as_bstr().to_vec()).collect();
     names.sort();
     names.push(b"HEAD".to_vec());
     names.reverse();

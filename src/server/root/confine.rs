@@ -7,11 +7,14 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{Mode, OFlags, ResolveFlags};
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::fatal::Bytes;
-use std::os::unix::ffi::OsStrExt;
+use crate::refs::{FileError, RepoFiles, Stamp};
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ConfineError {
@@ -145,6 +148,59 @@ impl Root {
             Ok(_) => Ok(Some(bytes)),
             Err(err) if err.kind() == io::ErrorKind::IsADirectory => Ok(None),
             Err(source) => Err(ConfineError::Io { path: path.to_owned(), source }),
+        }
+    }
+}
+
+/// A `--root` daemon's clients' references and index are read through its root: one leading out is refused.
+impl RepoFiles for Root {
+    fn read(&self, path: &Path) -> Result<Option<Vec<u8>>, FileError> {
+        Root::read(self, path).map_err(FileError::from)
+    }
+
+    fn list(&self, path: &Path) -> Result<Vec<(OsString, bool)>, FileError> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NONBLOCK;
+        let Some(fd) = self.open_beneath(path, flags)? else { return Ok(Vec::new()) };
+        let io = |source: Errno| FileError::Io { path: path.to_owned(), source: source.into() };
+        let mut entries = Vec::new();
+        for entry in rustix::fs::Dir::read_from(&fd).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let name = OsStr::from_bytes(entry.file_name().to_bytes());
+            if name == "." || name == ".." {
+                continue;
+            }
+            let is_dir = match entry.file_type() {
+                FileType::Directory => true,
+                FileType::RegularFile => false,
+                // A symlink (or a file system that does not say): what it leads to, beneath the root.
+                _ => self.resolve(&path.join(name))?.is_some_and(|found| found.is_dir()),
+            };
+            entries.push((name.to_owned(), is_dir));
+        }
+        Ok(entries)
+    }
+
+    fn is_plain_file(&self, path: &Path) -> Result<bool, FileError> {
+        let Some(fd) = self.open_beneath(path, OFlags::PATH | OFlags::NOFOLLOW)? else { return Ok(false) };
+        let stat = rustix::fs::fstat(&fd).map_err(|err| FileError::Io { path: path.to_owned(), source: err.into() })?;
+        Ok(FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile)
+    }
+
+    fn stamp(&self, path: &Path) -> Result<Option<Stamp>, FileError> {
+        Ok(self.stat(path)?.map(|stat| Stamp {
+            dev: stat.st_dev,
+            ino: stat.st_ino,
+            size: stat.st_size as u64,
+            mtime: (stat.st_mtime, stat.st_mtime_nsec as i64),
+        }))
+    }
+}
+
+impl From<ConfineError> for FileError {
+    fn from(err: ConfineError) -> FileError {
+        match err {
+            outside @ ConfineError::Outside { .. } => FileError::Refused(outside.to_string()),
+            ConfineError::Io { path, source } => FileError::Io { path, source },
         }
     }
 }

@@ -16,6 +16,7 @@ use super::find::{self, FindError, Found};
 use super::mailmap::ClientMailmap;
 use crate::cli::Cli;
 use crate::fast_import::SessionConfig;
+use crate::refs::{Files, RepoFiles};
 use crate::repo::{ConfigStamp, RepoError, Repository};
 use crate::settings::{self, Assembled, SettingsError, Use};
 use crate::store::Store;
@@ -226,7 +227,7 @@ impl Pool {
             work_tree: found.env.work_tree.clone(),
             implicit_work_tree: found.env.implicit_work_tree.clone(),
         };
-        let identity = identity(&found.git_dir, &found.objects_dir);
+        let identity = identity(&self.root, &found.git_dir, &found.objects_dir);
         if let Some(lease) = self.existing(&key, identity) {
             return Ok(lease);
         }
@@ -237,11 +238,11 @@ impl Pool {
             .map_err(LeaseError::Repository)?;
         let config = self.stamp(&repo.config_files);
         let Assembled { repo, store, stream: mut session } =
-            settings::assemble_for(repo, &self.cli, &found.env, Use::Daemon)?;
+            settings::assemble_for(repo, &self.cli, &found.env, Use::Daemon, Files::Through(&self.root))?;
         if !self.allow_writes {
             session.write_through = None;
         }
-        let map_bytes = index_bytes(&repo.objects_dir);
+        let map_bytes = index_bytes(&self.root, &repo.objects_dir);
         let mut inner = self.inner();
         if let Some(open) = inner.open.get(&key).filter(|open| open.identity == identity) {
             // Another client opened it meanwhile: ours goes.
@@ -377,23 +378,25 @@ fn hold(open: &Arc<Open>, opened_in: Option<Duration>) -> Lease {
     Lease { open: Arc::clone(open), opened_in, mailmap: None }
 }
 
-fn identity(git_dir: &Path, objects_dir: &Path) -> Identity {
-    let of = |path: &Path| std::fs::metadata(path).map_or((0, 0), |meta| (meta.dev(), meta.ino()));
+/// The inodes of the git and object directories, looked at beneath the root: one that leads out since (or is
+/// gone) has none, and the repository is found, and refused, anew.
+fn identity(root: &Root, git_dir: &Path, objects_dir: &Path) -> Identity {
+    let of = |path: &Path| root.stat(path).ok().flatten().map_or((0, 0), |stat| (stat.st_dev, stat.st_ino));
     [of(git_dir), of(objects_dir)]
 }
 
-/// Bytes of the pack indexes and multi-pack-index in `objects_dir`: what opening the repository maps and what its
-/// lookups touch.
-fn index_bytes(objects_dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(objects_dir.join("pack")) else { return 0 };
+/// Bytes of the pack indexes and multi-pack-index in `objects_dir` (listed beneath the root): what opening the
+/// repository maps and what its lookups touch.
+fn index_bytes(root: &Root, objects_dir: &Path) -> u64 {
+    let pack = objects_dir.join("pack");
+    let Ok(entries) = RepoFiles::list(root, &pack) else { return 0 };
     entries
-        .flatten()
-        .filter(|entry| {
-            let name = entry.file_name();
+        .into_iter()
+        .filter(|(name, is_dir)| {
             let name = name.as_encoded_bytes();
-            name.ends_with(b".idx") || name == b"multi-pack-index"
+            !is_dir && (name.ends_with(b".idx") || name == b"multi-pack-index")
         })
-        .filter_map(|entry| entry.metadata().ok())
-        .map(|meta| meta.len())
+        .filter_map(|(name, _)| root.stamp(&pack.join(name)).ok().flatten())
+        .map(|stamp| stamp.size)
         .sum()
 }

@@ -2,8 +2,8 @@
 //! object from the repository, and so do we. `GIT_NO_REPLACE_OBJECTS` or `core.useReplaceRefs=false` turn
 //! them off; `GIT_REPLACE_REF_BASE` moves them.
 use std::collections::HashMap;
-use std::path::Path;
 
+use crate::refs::{FileError, Refs};
 use crate::store::ObjectId;
 
 /// git's `MAXREPLACEDEPTH`: a replacement of a replacement … at most this deep.
@@ -22,19 +22,20 @@ pub struct Replacements {
 }
 
 impl Replacements {
-    /// Reads the replace refs of the repository whose shared git directory is `common_dir`, loose over packed, as
-    /// gix-ref lists them: a sorted packed-refs file is mapped and searched for the prefix, so a repository with
+    /// Reads the replace refs of the repository from `refs` (opened on its shared git directory), loose over
+    /// packed, as gix-ref lists them: a sorted packed-refs file is searched for the prefix, so a repository with
     /// millions of other refs (a forge's `refs/pull/*`) costs no more to start than one without them, as in git.
     /// A ref whose name below `base` or whose target is not a full id of the repository's hash is skipped, as git
-    /// skips it (with a warning); so is one gix-ref cannot read.
-    pub fn read(common_dir: &Path, base: &str, hash: gix_hash::Kind) -> Replacements {
+    /// skips it (with a warning); so is one that cannot be read. One that may not be read at all (leading outside
+    /// a `--root` daemon's root) is the error.
+    pub fn read(refs: &Refs<'_>, base: &str, hash: gix_hash::Kind) -> Result<Replacements, FileError> {
         let mut map = HashMap::new();
         let base = if base.ends_with('/') { base.to_owned() } else { format!("{base}/") };
-        let refs = gix_ref::file::Store::at(common_dir.to_owned(), hash);
-        let Ok(platform) = refs.iter() else { return Replacements { map } };
-        let Ok(prefix) = base.as_str().try_into() else { return Replacements { map } };
-        let Ok(listed) = platform.prefixed(prefix) else { return Replacements { map } };
-        for reference in listed.flatten() {
+        let listed = refs.prefixed(&base);
+        if let Some(refused) = refs.take_refused() {
+            return Err(refused);
+        }
+        for reference in listed {
             let (Some(original), gix_ref::Target::Object(target)) =
                 (reference.name.as_bstr().strip_prefix(base.as_bytes()), &reference.target)
             else {
@@ -45,7 +46,7 @@ impl Replacements {
                 map.insert(original, *target);
             }
         }
-        Replacements { map }
+        Ok(Replacements { map })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -95,10 +96,14 @@ mod tests {
             format!("# pack-refs with: peeled\n{b} refs/replace/{a}\n^{c}\n{c} refs/heads/x\n"),
         )
         .unwrap();
-        let r = Replacements::read(&dir, "refs/replace/", gix_hash::Kind::Sha1);
+        let read = |base| {
+            let refs = Refs::open(&dir, &dir, gix_hash::Kind::Sha1, crate::refs::Files::ByPath);
+            Replacements::read(&refs, base, gix_hash::Kind::Sha1).unwrap()
+        };
+        let r = read("refs/replace/");
         assert_eq!(r.resolve(&id(1)), Ok(id(2)));
         std::fs::write(dir.join("refs/replace").join(&a), format!("{c}\n")).unwrap();
-        let r = Replacements::read(&dir, "refs/replace", gix_hash::Kind::Sha1);
+        let r = read("refs/replace");
         assert_eq!(r.resolve(&id(1)), Ok(id(3)));
         assert_eq!(r.resolve(&id(3)), Ok(id(3)));
         std::fs::remove_dir_all(&dir).unwrap();
