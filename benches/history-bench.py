@@ -371,7 +371,9 @@ def tools_for(kind, git, repo, scratch, cat_blobd, peers, threads):
     if kind == "ls":
         return [Tool("git fast-import", [git, "--git-dir=" + scratch, "fast-import", "--quiet", "--cat-blob-fd=1"],
                      "fast-import", "ls"),
-                Tool("cat-blobd", [cat_blobd, "--git-dir", repo, "--quiet"], "fast-import", "ls")]
+                Tool("cat-blobd", [cat_blobd, "--git-dir", repo, "--quiet"], "fast-import", "ls")] + (
+                    [Tool("cat-blobd before", [BEFORE, "--git-dir", repo, "--quiet"], "fast-import", "ls")]
+                    if BEFORE else [])
     mode, output, flag = ("--batch", "batch", []) if kind == "batch" else ("--batch-check", "check", ["--check"])
     tools = [Tool("git cat-file", [git, "--git-dir=" + repo, "cat-file", mode, "--buffer"], "ids", output),
              Tool("cat-blobd cat-file", [cat_blobd, "cat-file", mode, "--buffer"], "ids", output, env)]
