@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 pub(crate) use crate::config::{Config, MailmapConfig};
 use crate::config::{ConfigError, ParametersError, WorkTreeConfig};
 use crate::fatal::Bytes;
+use crate::refs::Stamp;
 
 /// The environment variables cat-blobd itself reads (gix-discover and gix-config read git's ceiling and
 /// `GIT_CONFIG_COUNT` family themselves).
@@ -79,14 +80,11 @@ pub struct Repository {
 /// What the configuration files of a repository were when it was read: each file's identity, size and
 /// modification time, `None` for one that does not exist.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ConfigStamp(Vec<Option<FileStamp>>);
-
-/// A file's device, inode, size and modification time (seconds, nanoseconds).
-pub(crate) type FileStamp = (u64, u64, u64, i64, i64);
+pub(crate) struct ConfigStamp(Vec<Option<Stamp>>);
 
 impl ConfigStamp {
     /// Stamps `files` with `stamp` (`None`: nothing there, or nothing that may be looked at).
-    pub(crate) fn with(files: &[PathBuf], stamp: impl Fn(&Path) -> Option<FileStamp>) -> ConfigStamp {
+    pub(crate) fn with(files: &[PathBuf], stamp: impl Fn(&Path) -> Option<Stamp>) -> ConfigStamp {
         ConfigStamp(files.iter().map(|path| stamp(path)).collect())
     }
 }

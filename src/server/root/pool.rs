@@ -16,7 +16,7 @@ use super::find::{self, FindError, Found};
 use super::mailmap::ClientMailmap;
 use crate::cli::Cli;
 use crate::fast_import::SessionConfig;
-use crate::refs::{Files, RepoFiles};
+use crate::refs::{Files, RepoFiles, Stamp};
 use crate::repo::{ConfigStamp, RepoError, Repository};
 use crate::settings::{self, Assembled, SettingsError, Use};
 use crate::store::Store;
@@ -301,12 +301,15 @@ impl Pool {
     fn stamp(&self, files: &[PathBuf]) -> ConfigStamp {
         ConfigStamp::with(files, |path| {
             if path.starts_with(self.root.path()) {
-                let stat = self.root.stat(path).ok()??;
-                let (dev, ino, size) = (stat.st_dev, stat.st_ino, stat.st_size as u64);
-                return Some((dev, ino, size, stat.st_mtime, stat.st_mtime_nsec as i64));
+                return RepoFiles::stamp(&self.root, path).ok()?;
             }
             let meta = std::fs::metadata(path).ok()?;
-            Some((meta.dev(), meta.ino(), meta.size(), meta.mtime(), meta.mtime_nsec()))
+            Some(Stamp {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                size: meta.size(),
+                mtime: (meta.mtime(), meta.mtime_nsec()),
+            })
         })
     }
 
