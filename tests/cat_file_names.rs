@@ -421,6 +421,24 @@ fn at_sign_names_read_the_reflog() {
     same(&dir, &["-p", "foo@@{0}:hello"], b"");
 }
 
+/// A reflog that is a symlink: git's `<name>@{…}` takes a log only where `lstat` finds a regular file, so
+/// `main@{1}` is `missing`, while `@{1}` (HEAD's branch, no such check) reads the log through the link. Before,
+/// cat-blobd (through gix-ref, which follows the link) answered `main@{1}` from it.
+#[test]
+fn a_symlinked_reflog_is_no_log_for_a_names_at_sign_as_in_git() {
+    let tmp = crate::util::TempDir::new("symlinked-reflog");
+    let copy = tmp.path().join("work");
+    let cp = std::process::Command::new("cp").arg("-a").arg(reflog_fixture().join("reflog")).arg(&copy).status();
+    assert!(cp.expect("cp").success());
+    let log = copy.join(".git/logs/refs/heads/main");
+    std::fs::rename(&log, tmp.path().join("main.log")).expect("move the log");
+    std::os::unix::fs::symlink("../../../../../main.log", &log).expect("symlink");
+    assert!(std::fs::read(&log).is_ok(), "the link leads to the log");
+    let names = ["main@{1}", "main@{0}", "heads/main@{1}", "refs/heads/main@{2}", "@{1}", "@{0}", "HEAD@{1}"];
+    same(&copy, &["--batch-check"], &lines(&names, b'\n'));
+    same(&copy, &["-t", "main@{1}"], b"");
+}
+
 /// Regression: for a name git never takes apart (`<rev>..`, `<rev>^!`, a `/` after a step, `<ref>@{0}` without
 /// a reflog), cat-blobd printed what its steps found on the way (a peel's or a parent's complaint, "refname is
 /// ambiguous", the candidates of an abbreviation); git tries the whole name as a reference and says nothing.

@@ -140,14 +140,14 @@ impl<'a> Beneath<'a> {
     /// Does `name` have a reflog? git's `files_reflog_exists`: an `lstat` that finds a regular file, so a log
     /// that is a symlink is read (`@{1}` of HEAD's branch) but is none for git's rules (`<name>@{1}`).
     pub(super) fn reflog_exists(&self, name: &FullNameRef) -> bool {
-        let Some((base, relative)) = place(name, &self.git_dir, &self.common_dir, true) else { return false };
-        self.checked(self.files.is_plain_file(&base.join("logs").join(path_of(relative)))).unwrap_or(false)
+        let Some(path) = reflog_path(name, &self.git_dir, &self.common_dir) else { return false };
+        self.checked(self.files.is_plain_file(&path)).unwrap_or(false)
     }
 
     /// The bytes of `name`'s reflog: `None` when there is none (or a directory is there).
     pub(super) fn reflog(&self, name: &FullNameRef) -> Result<Option<Vec<u8>>, FileError> {
-        let Some((base, relative)) = place(name, &self.git_dir, &self.common_dir, true) else { return Ok(None) };
-        match self.files.read(&base.join("logs").join(path_of(relative))) {
+        let Some(path) = reflog_path(name, &self.git_dir, &self.common_dir) else { return Ok(None) };
+        match self.files.read(&path) {
             Err(refused @ FileError::Refused(_)) => {
                 let message = refused.to_string();
                 lock(&self.refused).get_or_insert(refused);
@@ -229,6 +229,12 @@ fn is_pseudo_ref(name: &[u8]) -> bool {
 
 fn path_of(name: &BStr) -> &Path {
     Path::new(OsStr::from_bytes(name.as_bytes()))
+}
+
+/// Where `name`'s reflog is, in a repository whose git directory is `git_dir` (its common one `common_dir`).
+pub(super) fn reflog_path(name: &FullNameRef, git_dir: &Path, common_dir: &Path) -> Option<PathBuf> {
+    let (base, relative) = place(name, git_dir, common_dir, true)?;
+    Some(base.join("logs").join(path_of(relative)))
 }
 
 /// The directory `name`'s file (or, `reflog`, its log under `logs/`) is in and its name there: gix-ref's

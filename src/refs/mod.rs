@@ -126,11 +126,16 @@ impl<'a> Refs<'a> {
         }
     }
 
-    /// Does the reference with the full name `name` have a reflog?
+    /// Does the reference with the full name `name` have a reflog? git's `files_reflog_exists`: an `lstat` that
+    /// finds a regular file, so a log that is a symlink is read (`@{1}` of HEAD's branch) but is none for git's
+    /// rules (`<name>@{1}`). gix-ref's `reflog_exists` follows the link, so the path is looked at here.
     pub fn reflog_exists(&self, name: &[u8]) -> bool {
         let Ok(full) = <&gix_ref::FullNameRef>::try_from(BStr::new(name)) else { return false };
         match self {
-            Refs::ByPath(store) => store.reflog_exists(full).unwrap_or(false),
+            Refs::ByPath(store) => {
+                let path = beneath::reflog_path(full, store.git_dir(), store.common_dir_resolved());
+                path.and_then(|path| std::fs::symlink_metadata(path).ok()).is_some_and(|meta| meta.is_file())
+            }
             Refs::Beneath(refs) => refs.reflog_exists(full),
         }
     }
