@@ -4,7 +4,7 @@
 //! are those of fixtures/make-cat-file-fixtures.sh.
 use std::path::Path;
 
-use crate::util::cat_file::{Stderr, assert_same, fixture_word, repo, run};
+use crate::util::cat_file::{Stderr, assert_same, fixture_word, generated_names, repo, run};
 use crate::util::{CAT_BLOBD, escape, git};
 
 /// The git to compare with: `CAT_BLOBD_TEST_GIT`, else the installed `git`.
@@ -520,71 +520,13 @@ fn describe_output_needs_a_count_as_in_git_2_55() {
     assert_eq!(escape(&ours.stdout), escape(&expected), "{}", ours.describe());
 }
 
-/// A seeded generator of names (replayable: `CAT_BLOBD_NAME_SEED=<n>`): every base form (refs, tags, full and
-/// short ids, an ambiguous prefix, `@`) joined to a random chain of suffixes and path forms (`^`, `^N`, `~N`,
-/// `^{}`, `^{<type>}`, `:<path>` with `.`, `..`, doubled, leading and trailing `/`), with odd bytes (CR, a tab, a
-/// space) where a line can carry them, each batch compared with git byte for byte, stderr included.
+/// Names from [`generated_names`] (replayable: `CAT_BLOBD_NAME_SEED=<n>`), each batch compared with git byte
+/// for byte, stderr included.
 #[test]
 fn generated_names_answer_as_git() {
     let dir = repo("names.git");
     let seed = std::env::var("CAT_BLOBD_NAME_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(21);
-    let mut rng = crate::util::Rng::new(seed);
-    let head = rev_parse(&dir, "HEAD");
-    let ambiguous = fixture_word("ambiguous");
-    let mut bases = vec![
-        "HEAD",
-        "main",
-        "side",
-        "dup",
-        "v1",
-        "light",
-        "refs/heads/main",
-        "origin/main",
-        "@",
-        &head,
-        &head[..7],
-        &head[..4],
-        &ambiguous,
-        "4163036e",
-        "nosuch",
-    ];
-    if git_is_newest() {
-        // 2.47 names a tag's peeled object in "is a tree, not a commit"; 2.55 names the object as given.
-        bases.extend(["tree-tag", "blob-tag"]);
-    }
-    let suffixes =
-        ["", "^", "^0", "^1", "^2", "~", "~0", "~1", "~3", "^{}", "^{tree}", "^{commit}", "^{blob}", "^{tag}"];
-    let paths = [
-        "hello.txt",
-        "dir/sub/file",
-        "dir//sub/file",
-        "/hello.txt",
-        "dir/",
-        "dir/sub/",
-        "./hello.txt",
-        ".",
-        "..",
-        "dir/../hello.txt",
-        "link",
-        "dirlink",
-        "",
-        "nosuch",
-        "dir/long.txt",
-    ];
-    let odd = ["", "", "", " ", "\t", "\r", " rest"];
-    let mut names = Vec::new();
-    for _ in 0..400 {
-        let mut name = bases[rng.below(bases.len())].to_owned();
-        for _ in 0..rng.below(3) {
-            name.push_str(suffixes[rng.below(suffixes.len())]);
-        }
-        if rng.below(2) == 0 {
-            name.push(':');
-            name.push_str(paths[rng.below(paths.len())]);
-        }
-        name.push_str(odd[rng.below(odd.len())]);
-        names.push(name);
-    }
+    let names = generated_names(seed, git_is_newest());
     for chunk in names.chunks(50) {
         same(&dir, &["--batch-check"], &lines(chunk, b'\n'));
         same(&dir, &["--batch-check=%(objectname) %(rest)"], &lines(chunk, b'\n'));

@@ -68,3 +68,70 @@ pub fn assert_same(what: &str, git: &Output, ours: &Output, stderr: Stderr) {
 pub fn fixture_word(file: &str) -> String {
     std::fs::read_to_string(root().join(file)).expect("fixture file").trim().to_owned()
 }
+
+/// 400 names of `names.git` from a seeded generator: every base form (refs, tags, full and short ids, an
+/// ambiguous prefix, `@`) joined to a random chain of suffixes and path forms (`^`, `^N`, `~N`, `^{}`,
+/// `^{<type>}`, `:<path>` with `.`, `..`, doubled, leading and trailing `/`), with odd bytes (CR, a tab, a space)
+/// where a line can carry them. `newest`: the git compared with is at least 2.55, so names whose messages 2.47
+/// words otherwise are drawn too.
+pub fn generated_names(seed: u64, newest: bool) -> Vec<String> {
+    let mut rng = super::Rng::new(seed);
+    let head = String::from_utf8(super::git(&repo("names.git"), &["rev-parse", "HEAD"])).expect("hex");
+    let head = head.trim();
+    let ambiguous = fixture_word("ambiguous");
+    let mut bases = vec![
+        "HEAD",
+        "main",
+        "side",
+        "dup",
+        "v1",
+        "light",
+        "refs/heads/main",
+        "origin/main",
+        "@",
+        head,
+        &head[..7],
+        &head[..4],
+        &ambiguous,
+        "4163036e",
+        "nosuch",
+    ];
+    if newest {
+        // 2.47 names a tag's peeled object in "is a tree, not a commit"; 2.55 names the object as given.
+        bases.extend(["tree-tag", "blob-tag"]);
+    }
+    let suffixes =
+        ["", "^", "^0", "^1", "^2", "~", "~0", "~1", "~3", "^{}", "^{tree}", "^{commit}", "^{blob}", "^{tag}"];
+    let paths = [
+        "hello.txt",
+        "dir/sub/file",
+        "dir//sub/file",
+        "/hello.txt",
+        "dir/",
+        "dir/sub/",
+        "./hello.txt",
+        ".",
+        "..",
+        "dir/../hello.txt",
+        "link",
+        "dirlink",
+        "",
+        "nosuch",
+        "dir/long.txt",
+    ];
+    let odd = ["", "", "", " ", "\t", "\r", " rest"];
+    let mut names = Vec::new();
+    for _ in 0..400 {
+        let mut name = bases[rng.below(bases.len())].to_owned();
+        for _ in 0..rng.below(3) {
+            name.push_str(suffixes[rng.below(suffixes.len())]);
+        }
+        if rng.below(2) == 0 {
+            name.push(':');
+            name.push_str(paths[rng.below(paths.len())]);
+        }
+        name.push_str(odd[rng.below(odd.len())]);
+        names.push(name);
+    }
+    names
+}
