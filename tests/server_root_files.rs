@@ -117,3 +117,32 @@ fn server_root_refuses_a_mailmap_file_outside_the_root() {
     daemon.wait_for_log_count("is outside the root", 2);
     stop(daemon);
 }
+
+/// `-p`/`-t` of a path that is not in the tree or the index but is on disk: git says `exists on disk, but not
+/// in …` after an `lstat` from where it runs (the top of the work tree, or the client's directory in a bare
+/// repository). Through a `--root` daemon that `lstat` is done beneath the root. Before, the daemon never looked
+/// and said `does not exist in …`.
+#[test]
+fn server_root_explains_a_path_on_disk_as_git_does() {
+    let forge = Forge::new();
+    let root = forge.root();
+    let work = root.join("plain/work");
+    std::fs::write(work.join("untracked"), "not committed\n").unwrap();
+    std::fs::write(work.join("d/untracked"), "not committed\n").unwrap();
+    std::os::unix::fs::symlink("../../outside", work.join("link-out")).unwrap();
+    let daemon = forge.daemon(&[]);
+    for dir in [work.clone(), work.join("d")] {
+        for name in ["HEAD:untracked", "HEAD:d/untracked", ":untracked", ":d/untracked", "HEAD:link-out", "HEAD:nope"] {
+            for args in [&["-p", name][..], &["-t", name]] {
+                let theirs = git_cat_file(&dir, args, b"", &[]);
+                let ours = connect_cat_file(&daemon.socket, &dir, args, b"", &[]);
+                let asked = format!("{args:?} in {}", dir.display());
+                assert_bytes_eq(&format!("{asked}: stdout"), &theirs.stdout, &ours.stdout);
+                assert_bytes_eq(&format!("{asked}: stderr"), &theirs.stderr, &ours.stderr);
+                assert_eq!(theirs.status.code(), ours.status.code(), "{asked}");
+            }
+        }
+    }
+    let log = stop(daemon);
+    assert!(!log.contains("outcome=refused"), "{log}");
+}

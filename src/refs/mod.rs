@@ -56,6 +56,10 @@ pub trait RepoFiles: Sync {
     fn stamp(&self, path: &Path) -> Result<Option<Stamp>, FileError>;
     /// Is `path` itself a regular file (a symlink as its last component is not followed, as `lstat`)?
     fn is_plain_file(&self, path: &Path) -> Result<bool, FileError>;
+    /// Is something at `path` (relative to this thread's working directory: a daemon's connection works in its
+    /// client's), a symlink as its last component not followed, as `lstat`? A path that leads where files may not
+    /// be read is not looked at, and so not there.
+    fn on_disk(&self, path: &Path) -> bool;
 }
 
 /// How a repository's files are read.
@@ -68,13 +72,12 @@ pub enum Files<'a> {
 }
 
 impl Files<'_> {
-    /// Is something at `path` (git's `lstat` of a path named on the command line, to explain a name)? Through
-    /// a daemon's root nothing is looked at: the path is the client's, relative to a directory the daemon does not
-    /// work in.
+    /// Is something at `path` (git's `lstat` of a path named on the command line, from the working directory, to
+    /// explain a name)?
     pub fn on_disk(&self, path: &Path) -> bool {
         match self {
             Files::ByPath => std::fs::symlink_metadata(path).is_ok(),
-            Files::Through(_) => false,
+            Files::Through(files) => files.on_disk(path),
         }
     }
 }

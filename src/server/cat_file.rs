@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use super::State;
 use super::repos::{Repos, Served};
+use super::root::ClientFiles;
 use super::shutdown::{Cancel, CancelReason};
 use crate::cat_file::{self, Io};
 use crate::fast_import::{Exit, Outcome, Stats};
@@ -40,9 +41,16 @@ pub(super) fn run(
         repo.mailmap = &mailmap.config;
         repo.mailmap_files = files;
     }
-    // … and its references and index, beneath the root too.
-    if let Repos::Root(pool) = &state.repos {
-        repo.files = crate::refs::Files::Through(&pool.root);
+    // … and its references and index, beneath the root too, and a path named on the command line is looked for
+    // there from where git would work.
+    let client_files = match (served, &state.repos) {
+        (Served::Root(lease), Repos::Root(pool)) => {
+            Some(ClientFiles { root: &pool.root, workdir: lease.mailmap().and_then(|mailmap| mailmap.workdir()) })
+        }
+        _ => None,
+    };
+    if let Some(files) = &client_files {
+        repo.files = crate::refs::Files::Through(files);
     }
     let interrupted = || cancel.reason().map(CancelReason::message);
     let live = Some(Arc::clone(&state.counters.work));

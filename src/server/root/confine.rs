@@ -186,6 +186,12 @@ impl RepoFiles for Root {
         Ok(FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile)
     }
 
+    /// The root works in no client's directory: only an absolute path is looked for ([`ClientFiles`] places a
+    /// relative one).
+    fn on_disk(&self, path: &Path) -> bool {
+        path.is_absolute() && matches!(self.open_beneath(path, OFlags::PATH | OFlags::NOFOLLOW), Ok(Some(_)))
+    }
+
     fn stamp(&self, path: &Path) -> Result<Option<Stamp>, FileError> {
         Ok(self.stat(path)?.map(|stat| Stamp {
             dev: stat.st_dev,
@@ -193,6 +199,38 @@ impl RepoFiles for Root {
             size: stat.st_size as u64,
             mtime: (stat.st_mtime, stat.st_mtime_nsec as i64),
         }))
+    }
+}
+
+/// One client's view of the root: its files, with relative paths named from the directory git would work in for
+/// that client (the top of its work tree, or its own directory).
+pub(crate) struct ClientFiles<'a> {
+    pub root: &'a Root,
+    pub workdir: Option<&'a Path>,
+}
+
+impl RepoFiles for ClientFiles<'_> {
+    fn read(&self, path: &Path) -> Result<Option<Vec<u8>>, FileError> {
+        RepoFiles::read(self.root, path)
+    }
+
+    fn list(&self, path: &Path) -> Result<Vec<(OsString, bool)>, FileError> {
+        self.root.list(path)
+    }
+
+    fn stamp(&self, path: &Path) -> Result<Option<Stamp>, FileError> {
+        self.root.stamp(path)
+    }
+
+    fn is_plain_file(&self, path: &Path) -> Result<bool, FileError> {
+        self.root.is_plain_file(path)
+    }
+
+    fn on_disk(&self, path: &Path) -> bool {
+        match self.workdir {
+            Some(workdir) => self.root.on_disk(&workdir.join(path)),
+            None => self.root.on_disk(path),
+        }
     }
 }
 

@@ -36,6 +36,11 @@ impl ClientMailmap {
         ClientMailmap { config, base }
     }
 
+    /// The directory git would work in for this client: its relative names are read there.
+    pub(crate) fn workdir(&self) -> Option<&Path> {
+        self.base.as_deref()
+    }
+
     /// Opens the mailmap's files for this client beneath `root`.
     pub(crate) fn files<'a>(&'a self, root: &'a Root) -> impl MailmapFiles + 'a {
         Beneath { root, base: self.base.as_deref() }

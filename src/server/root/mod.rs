@@ -14,6 +14,6 @@ mod find;
 mod mailmap;
 mod pool;
 
-pub(crate) use confine::Root;
+pub(crate) use confine::{ClientFiles, Root};
 pub(crate) use find::{Client, FindError, find};
 pub(crate) use pool::{Lease, LeaseError, Pool, PoolLimits};
