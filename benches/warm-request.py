@@ -158,6 +158,8 @@ def main():
             split = any(k == "first" for k, _ in got)
             for kind in ["all"] + kinds + (["first", "later"] if split else []):
                 values = [t for k, t in got if kind in ("all", k) or (kind == "later" and k != "first")]
+                if not values:
+                    continue
                 print("%-9s %-9s %8.4f %8.4f %8.4f" % ((name, kind) + quantiles(values)))
         git_q = quantiles([t for _, t in results["git"]])
         for name, got in results.items():
