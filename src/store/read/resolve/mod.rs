@@ -51,7 +51,8 @@ const PACK_ORDER_RUN: u32 = 16;
 /// pipeline): there every base comes before the deltas built on it, so the pack's delta bases are worth knowing at
 /// once, as `index-pack` knows them, rather than after the warm-up that keeps short streams from paying for the
 /// scan. Knowing them, a base is kept until its last delta is served, and each is resolved once for all its
-/// children (small-A, every blob: 225k delta applications before, see benches/README.md).
+/// children (small-A, every blob: 225k delta applications before, see benches/README.md). Only reads of blobs
+/// are noted ([`Store::read_packed`]): the trees of `ls` walks come in pack order too, a few at a time.
 #[derive(Debug, Default)]
 pub(in crate::store) struct PackOrder {
     last: Option<EntryKey>,
@@ -159,11 +160,14 @@ impl Store {
         resolver: &mut Resolver,
     ) -> Result<Object, ReadError> {
         Pack::note_read(pack);
-        if resolver.pack_order.note(pack.key(offset)) {
-            Pack::start_base_scan(pack);
-        }
         let mut budget = ChainBudget::new(&self.options);
         let (base, walk) = self.walk_to_base(id, pack, offset, resolver, &mut budget)?;
+        // Only blobs count towards a run in pack order: `ls` reads a path's trees root first, which in a pack
+        // written by `pack-objects` (trees in traversal order) is 16 increasing offsets within a few requests,
+        // and the scan that started then read every entry header of the pack beside the walks.
+        if base.object.kind == Kind::Blob && resolver.pack_order.note(pack.key(offset)) {
+            Pack::start_base_scan(pack);
+        }
         if let (Some((at, offset)), false) = (base.entry, base.cached) {
             let pack = &walk.packs[at];
             let keep = CachePolicy::root(!walk.links.is_empty(), pack.is_delta_base(offset));

@@ -288,6 +288,26 @@ fn reads_in_pack_order_start_the_base_scan_at_once() {
     panic!("the scan did not run");
 }
 
+/// `ls` reads a path's trees root first, and a pack written by `pack-objects` stores them in that order: a few
+/// requests made 16 reads at increasing offsets, and the base scan then read every entry header of the pack beside
+/// the walks (small-A, 10,000 `ls`). Only blobs make a run in pack order.
+#[test]
+fn trees_read_in_pack_order_do_not_start_the_base_scan() {
+    let objects = Objects::new();
+    // Fewer reads than start the scan by their count.
+    let trees: Vec<Vec<u8>> = (0..PACK_ORDER_RUN + 8).map(|k| format!("tree {k}\n").into_bytes()).collect();
+    let entries: Vec<(ObjectId, Stored)> =
+        trees.iter().map(|t| (object_id(Kind::Tree, t), Stored::Whole(Kind::Tree, t.clone()))).collect();
+    objects.add_pack("a", &entries);
+    let store = open(&objects);
+    let resolver = &mut Resolver::new(1 << 20);
+    for ((id, _), tree) in entries.iter().zip(&trees) {
+        let object = store.read(id, resolver).expect("intact").expect("present");
+        assert_eq!((object.kind, &object.data[..]), (Kind::Tree, &tree[..]));
+    }
+    assert!(!packs(&store)[0].scan_started_for_tests(), "trees in pack order are not a stream in pack order");
+}
+
 #[test]
 fn the_bytes_of_one_chain_are_capped() {
     let options = StoreOptions { max_object_size: 10, max_chain_bytes: 25, ..StoreOptions::default() };
