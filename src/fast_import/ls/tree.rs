@@ -26,35 +26,45 @@ const PEEL_STEPS: usize = 16 << 10;
 pub(super) struct Tree {
     pub(super) id: ObjectId,
     data: Data,
-    entries: Vec<At>,
+    /// Exactly as long as the entries: the table is kept as long as the tree, and a walk over history keeps
+    /// thousands (small-A's 10,000 `ls`: 8 MB of tables at 24 bytes an entry and a quarter of slack, now 16 and
+    /// none; every byte kept is a byte of heap first touched).
+    entries: Box<[At]>,
     hash_len: usize,
 }
 
-/// Where one entry of [`Tree::data`] is.
+/// Where one entry of [`Tree::data`] is: 16 bytes.
 #[derive(Debug, Clone, Copy)]
 struct At {
-    /// The name's first 8 bytes, zero-padded ([`prefix`]): with the length, most names that differ differ here,
-    /// and a name of at most 8 bytes is equal when these are.
-    prefix: u64,
     /// The name's first byte; the id follows the name's NUL.
     name: usize,
-    /// 32 bits, so that an entry takes no more room in the cache than before the prefix was kept. A longer
-    /// name (in a tree over 4 GiB) is corrupt: git's fast-import keeps 16 bits of a name's length and misparses
-    /// the entries after one of 64 KiB.
-    name_len: u32,
+    /// The name's first 4 bytes, zero-padded ([`prefix`]): with the length, most names that differ differ here,
+    /// and a name of at most 4 bytes is equal when these are.
+    prefix: u32,
+    /// The name's length, or [`LONG`] for a name of that many bytes or more, whose length is found by its NUL.
+    /// (git's fast-import keeps 16 bits of a name's length and misparses the entries after one of 64 KiB.)
+    name_len: u16,
     mode: u16,
+}
+
+/// [`At::name_len`] of a name of 65,535 bytes or more.
+const LONG: u16 = u16::MAX;
+
+/// How a name's length is kept in [`At::name_len`].
+fn name_len_key(len: usize) -> u16 {
+    u16::try_from(len).unwrap_or(LONG)
 }
 
 /// A tree whose bytes git cannot parse (`corrupt mode in <tree>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Corrupt;
 
-/// The first 8 bytes of `name`, zero-padded, as one number.
-fn prefix(name: &[u8]) -> u64 {
-    match name.first_chunk::<8>() {
-        Some(first) => u64::from_le_bytes(*first),
+/// The first 4 bytes of `name`, zero-padded, as one number.
+fn prefix(name: &[u8]) -> u32 {
+    match name.first_chunk::<4>() {
+        Some(first) => u32::from_le_bytes(*first),
         // Byte by byte: a copy of a variable length is a call to memcpy.
-        None => name.iter().rev().fold(0, |prefix, &byte| (prefix << 8) | u64::from(byte)),
+        None => name.iter().rev().fold(0, |prefix, &byte| (prefix << 8) | u32::from(byte)),
     }
 }
 
@@ -66,36 +76,48 @@ impl Tree {
         for entry in Entries::new(&data, hash) {
             let entry = entry.map_err(|_| Corrupt)?;
             let name = entry.name.as_ptr() as usize - data.as_ptr() as usize;
-            let name_len = u32::try_from(entry.name.len()).map_err(|_| Corrupt)?;
-            entries.push(At { prefix: prefix(entry.name), name, name_len, mode: entry.mode });
+            let name_len = name_len_key(entry.name.len());
+            entries.push(At { name, prefix: prefix(entry.name), name_len, mode: entry.mode });
         }
-        Ok(Tree { id, data, entries, hash_len: hash.len_in_bytes() })
+        // Shrinking gives the slack back in place (glibc splits the block): no copy.
+        Ok(Tree { id, data, entries: entries.into_boxed_slice(), hash_len: hash.len_in_bytes() })
     }
 
     /// The tree git's `load_tree` makes of the null id: empty.
     pub(super) fn null(id: ObjectId) -> Tree {
-        Tree { id, data: Data::default(), entries: Vec::new(), hash_len: 0 }
+        Tree { id, data: Data::default(), entries: Box::default(), hash_len: 0 }
     }
 
     /// The first entry (in stored order) named `name`, as its raw mode and id: git compares with `fspathncmp`,
     /// which is `strncasecmp` (ASCII only) when `core.ignoreCase` is set, and only names of the same length.
     pub(super) fn find(&self, name: &[u8], ignore_case: bool) -> Option<(u16, &oid)> {
-        let Ok(len) = u32::try_from(name.len()) else { return None };
+        let len = name_len_key(name.len());
         let first = prefix(name);
         let at = if ignore_case {
             self.entries.iter().find(|at| at.name_len == len && self.name(at).eq_ignore_ascii_case(name))
         } else {
-            // Equal prefixes and lengths are equal names up to 8 bytes; only longer ones compare the rest.
-            self.entries
-                .iter()
-                .find(|at| at.prefix == first && at.name_len == len && (len <= 8 || self.name(at)[8..] == name[8..]))
+            // Equal prefixes and lengths are equal names up to 4 bytes; only longer ones compare the rest (a long
+            // name in full, its length included).
+            self.entries.iter().find(|at| {
+                at.prefix == first
+                    && at.name_len == len
+                    && match len {
+                        LONG => self.name(at) == name,
+                        _ => name.len() <= 4 || self.name(at)[4..] == name[4..],
+                    }
+            })
         }?;
-        let id_at = at.name + at.name_len as usize + 1;
+        let id_at = at.name + self.name(at).len() + 1;
         Some((at.mode, oid::from_bytes_unchecked(&self.data[id_at..id_at + self.hash_len])))
     }
 
     fn name(&self, at: &At) -> &[u8] {
-        &self.data[at.name..at.name + at.name_len as usize]
+        let len = match at.name_len {
+            // The entry parsed, so its name ends at a NUL.
+            LONG => memchr::memchr(0, &self.data[at.name..]).expect("a parsed entry's name ends at a NUL"),
+            len => usize::from(len),
+        };
+        &self.data[at.name..at.name + len]
     }
 
     /// What the cache counts this tree as.
@@ -229,14 +251,42 @@ pub(super) mod tests {
 
     #[test]
     fn prefixes_are_the_first_eight_bytes_zero_padded() {
-        assert_eq!(prefix(b"abcdefghij"), u64::from_le_bytes(*b"abcdefgh"));
-        assert_eq!(prefix(b"abc"), u64::from_le_bytes(*b"abc\0\0\0\0\0"));
+        assert_eq!(prefix(b"abcdefghij"), u32::from_le_bytes(*b"abcd"));
+        assert_eq!(prefix(b"abc"), u32::from_le_bytes(*b"abc\0"));
         assert_eq!(prefix(b""), 0);
+    }
+
+    #[test]
+    fn an_entry_takes_16_bytes() {
+        assert_eq!(std::mem::size_of::<At>(), 16);
+    }
+
+    /// Names of 65,535 bytes and more do not fit the 16-bit length: they are found by their NUL, and compared in
+    /// full.
+    #[test]
+    fn names_too_long_for_16_bits_compare_in_full() {
+        let long = |len: usize, last: u8| [vec![b'n'; len - 1], vec![last]].concat();
+        let (a, b, c) = (long(70_000, b'a'), long(70_000, b'b'), long(65_535, b'a'));
+        let t = tree(&[
+            ("100644", &a, blob(1)),
+            ("100644", &b, blob(2)),
+            ("100644", &c, blob(3)),
+            ("100644", b"z", blob(4)),
+        ]);
+        assert_eq!(t.find(&b, false), Some((0o100644, blob(2).as_ref())));
+        assert_eq!(t.find(&c, false), Some((0o100644, blob(3).as_ref())));
+        assert_eq!(t.find(&long(70_001, b'a'), false), None);
+        assert_eq!(t.find(&long(65_534, b'a'), false), None);
+        assert_eq!(t.find(&b.to_ascii_uppercase(), true), Some((0o100644, blob(2).as_ref())));
+        assert_eq!(t.find(b"z", false), Some((0o100644, blob(4).as_ref())), "entries after long names");
     }
 
     #[test]
     fn names_longer_than_the_prefix_compare_in_full() {
         let t = tree(&[("100644", b"prefix-same-1", blob(1)), ("100644", b"prefix-same-2", blob(2))]);
+        let short = tree(&[("100644", b"abcdX", blob(1)), ("100644", b"abcdY", blob(2))]);
+        assert_eq!(short.find(b"abcdY", false), Some((0o100644, blob(2).as_ref())));
+        assert_eq!(short.find(b"abcdZ", false), None);
         assert_eq!(t.find(b"prefix-same-2", false), Some((0o100644, blob(2).as_ref())));
         assert_eq!(t.find(b"PREFIX-same-2", true), Some((0o100644, blob(2).as_ref())));
         assert_eq!(t.find(b"prefix-same-3", false), None);
