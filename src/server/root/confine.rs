@@ -98,7 +98,7 @@ impl Root {
         let relative = path.strip_prefix(&self.path).map_err(|_| self.outside(path))?;
         let relative = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
         let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-        match rustix::fs::openat2(&self.dir, relative, flags | OFlags::CLOEXEC, Mode::empty(), resolve) {
+        match openat2_retried(&self.dir, relative, flags | OFlags::CLOEXEC, resolve) {
             Ok(fd) => Ok(Some(fd)),
             Err(Errno::XDEV) => Err(self.outside(path)),
             Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => Ok(None),
@@ -131,7 +131,7 @@ impl Root {
         let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
         let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let flags = if no_follow { flags | OFlags::NOFOLLOW } else { flags };
-        match rustix::fs::openat2(&self.dir, relative, flags, Mode::empty(), resolve) {
+        match openat2_retried(&self.dir, relative, flags, resolve) {
             Ok(fd) => Ok(std::fs::File::from(fd)),
             Err(Errno::XDEV) => Err(self.outside(path)),
             Err(err) => Err(ConfineError::Io { path: path.to_owned(), source: err.into() }),
@@ -148,6 +148,24 @@ impl Root {
             Ok(_) => Ok(Some(bytes)),
             Err(err) if err.kind() == io::ErrorKind::IsADirectory => Ok(None),
             Err(source) => Err(ConfineError::Io { path: path.to_owned(), source }),
+        }
+    }
+}
+
+/// How often a walk beneath the root is tried again when the kernel could not tell it stayed there.
+const RETRIES: usize = 1000;
+
+/// `openat2` beneath `dir`, tried again on `EAGAIN`: with `RESOLVE_BENEATH` the kernel fails a walk through `..`
+/// whenever a rename or mount anywhere on the system happened during it (it cannot then rule out an escape), and
+/// openat2(2) leaves the retry to the caller. On a forge node git renames lock files all the time, so without it a
+/// file reached through `..` failed to read now and then. Bounded, so that a machine renaming without pause yields
+/// an error rather than a spinning connection.
+fn openat2_retried(dir: &OwnedFd, relative: &Path, flags: OFlags, resolve: ResolveFlags) -> Result<OwnedFd, Errno> {
+    let mut tries = 0;
+    loop {
+        match rustix::fs::openat2(dir, relative, flags, Mode::empty(), resolve) {
+            Err(Errno::AGAIN) if tries < RETRIES => tries += 1,
+            opened => return opened,
         }
     }
 }
@@ -265,5 +283,38 @@ mod tests {
         {
             assert!(matches!(root.resolve(&escape), Err(ConfineError::Outside { .. })), "{}", escape.display());
         }
+    }
+
+    /// Regression: a walk beneath the root through `..` fails with `EAGAIN` when any rename on the system moves
+    /// the kernel's rename sequence meanwhile (openat2(2): "the caller may choose to retry"). Files a link reached
+    /// through `..` then failed to read now and then under a busy machine (a reflog linked inside the root read
+    /// as an I/O error in a full `cargo test`).
+    #[test]
+    fn walks_through_dotdot_survive_renames_elsewhere() {
+        let top = tempfile::tempdir().unwrap();
+        let root_dir = top.path().join("root");
+        std::fs::create_dir_all(root_dir.join("a/b")).unwrap();
+        std::fs::write(root_dir.join("shared"), b"bytes").unwrap();
+        std::os::unix::fs::symlink("../../shared", root_dir.join("a/b/link")).unwrap();
+        let busy = top.path().join("busy");
+        std::fs::create_dir_all(busy.join("one")).unwrap();
+        std::fs::create_dir_all(busy.join("two")).unwrap();
+        std::fs::write(busy.join("one/f"), b"").unwrap();
+        let root = Root::open(&root_dir).unwrap();
+        let path = root.path().join("a/b/../b/link");
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                // Renames across directories, each a write of the kernel's rename sequence.
+                let (mut from, mut to) = (busy.join("one/f"), busy.join("two/f"));
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::fs::rename(&from, &to).unwrap();
+                    std::mem::swap(&mut from, &mut to);
+                }
+            });
+            let read = (0..20_000).map(|_| root.read(&path)).find(|read| !matches!(read, Ok(Some(_))));
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            assert!(read.is_none(), "{read:?}");
+        });
     }
 }
