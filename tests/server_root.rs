@@ -155,13 +155,21 @@ pub(crate) fn same_as_git(socket: &Path, dir: &Path, env: &[(&str, &Path)]) {
         (&["--batch-command", "--buffer"], &commands),
         (&["-p", "HEAD:f"], &Vec::new()),
     ] {
-        let theirs = git_cat_file(dir, args, stdin, env);
-        let ours = connect_cat_file(socket, dir, args, stdin, env);
-        let what = format!("cat-file {args:?} in {} with {env:?}", dir.display());
-        assert_bytes_eq(&format!("{what}: stdout"), &theirs.stdout, &ours.stdout);
-        assert_bytes_eq(&format!("{what}: stderr"), &theirs.stderr, &ours.stderr);
-        assert_eq!(theirs.status.code(), ours.status.code(), "{what}");
+        same_cat_file(socket, dir, args, stdin, env);
     }
+}
+
+/// `cat-file args` on `stdin` in `dir` with `env`, by git and through the daemon at `socket`: the same stdout,
+/// stderr and exit status.
+#[track_caller]
+pub(crate) fn same_cat_file(socket: &Path, dir: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &Path)]) {
+    let theirs = git_cat_file(dir, args, stdin, env);
+    let ours = connect_cat_file(socket, dir, args, stdin, env);
+    let what =
+        format!("cat-file {args:?} in {} with {env:?} on {}", dir.display(), escape(&stdin[..stdin.len().min(300)]));
+    assert_bytes_eq(&format!("{what}: stdout"), &theirs.stdout, &ours.stdout);
+    assert_bytes_eq(&format!("{what}: stderr"), &theirs.stderr, &ours.stderr);
+    assert_eq!(theirs.status.code(), ours.status.code(), "{what}");
 }
 
 #[test]

@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::server_root::{Forge, assert_refused, connect_cat_file, git, git_cat_file, run, same_as_git, stop};
+use crate::server_root::{
+    Forge, assert_refused, connect_cat_file, git, git_cat_file, run, same_as_git, same_cat_file, stop,
+};
 use crate::util::shim::Shim;
 use crate::util::{assert_bytes_eq, escape};
 
@@ -50,12 +52,7 @@ fn server_root_refuses_an_open_repositorys_config_replaced_by_a_link_leading_out
 fn same_mailmap_as_git(socket: &Path, dir: &Path) {
     let input = git(dir, &["rev-list", "--all"]);
     for args in [&["--use-mailmap", "--batch"][..], &["--use-mailmap", "-p", "HEAD"]] {
-        let theirs = git_cat_file(dir, args, &input, &[]);
-        let ours = connect_cat_file(socket, dir, args, &input, &[]);
-        let what = format!("cat-file {args:?} in {}", dir.display());
-        assert_bytes_eq(&format!("{what}: stdout"), &theirs.stdout, &ours.stdout);
-        assert_bytes_eq(&format!("{what}: stderr"), &theirs.stderr, &ours.stderr);
-        assert_eq!(theirs.status.code(), ours.status.code(), "{what}: {}", escape(&ours.stderr));
+        same_cat_file(socket, dir, args, &input, &[]);
     }
 }
 
@@ -134,12 +131,7 @@ fn server_root_explains_a_path_on_disk_as_git_does() {
     for dir in [work.clone(), work.join("d")] {
         for name in ["HEAD:untracked", "HEAD:d/untracked", ":untracked", ":d/untracked", "HEAD:link-out", "HEAD:nope"] {
             for args in [&["-p", name][..], &["-t", name]] {
-                let theirs = git_cat_file(&dir, args, b"", &[]);
-                let ours = connect_cat_file(&daemon.socket, &dir, args, b"", &[]);
-                let asked = format!("{args:?} in {}", dir.display());
-                assert_bytes_eq(&format!("{asked}: stdout"), &theirs.stdout, &ours.stdout);
-                assert_bytes_eq(&format!("{asked}: stderr"), &theirs.stderr, &ours.stderr);
-                assert_eq!(theirs.status.code(), ours.status.code(), "{asked}");
+                same_cat_file(&daemon.socket, &dir, args, b"", &[]);
             }
         }
     }

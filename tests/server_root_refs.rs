@@ -5,8 +5,8 @@
 //! inside the root are read as git reads them.
 use std::path::{Path, PathBuf};
 
-use crate::server_root::{Forge, connect_cat_file, git, git_cat_file, stop};
-use crate::util::{assert_bytes_eq, escape};
+use crate::server_root::{Forge, connect_cat_file, git, same_cat_file, stop};
+use crate::util::escape;
 
 /// The id `name` names in `dir`.
 fn rev(dir: &Path, name: &str) -> String {
@@ -141,15 +141,11 @@ fn server_root_reads_refs_and_an_index_linked_inside_the_root_as_git_does() {
     let linked = linked_repositories(&root, &root.join("shared"));
     let daemon = forge.daemon(&[]);
     let socket = daemon.socket.clone();
-    for (what, repo, names) in &linked.repos {
+    for (_, repo, names) in &linked.repos {
         let input: Vec<u8> = names.iter().flat_map(|name| [name.as_bytes(), b"\n"].concat()).collect();
         for args in [&["--batch"][..], &["--batch-check"]] {
-            let theirs = git_cat_file(repo, args, &input, &[]);
-            let ours = connect_cat_file(&socket, repo, args, &input, &[]);
-            let asked = format!("{what}: {args:?}");
-            assert_bytes_eq(&format!("{asked}: stdout"), &theirs.stdout, &ours.stdout);
-            assert_bytes_eq(&format!("{asked}: stderr"), &theirs.stderr, &ours.stderr);
-            assert_eq!(theirs.status.code(), ours.status.code(), "{asked}");
+            // The repository's path names what was linked.
+            same_cat_file(&socket, repo, args, &input, &[]);
         }
     }
     let log = stop(daemon);
@@ -172,12 +168,7 @@ fn server_root_answers_generated_names_as_git() {
     for chunk in names.chunks(50) {
         let input: Vec<u8> = chunk.iter().flat_map(|name| [name.as_bytes(), b"\n"].concat()).collect();
         for args in [&["--batch-check"][..], &["--batch-check=%(objectname) %(rest)"], &["--batch"]] {
-            let theirs = git_cat_file(&repo, args, &input, &[]);
-            let ours = connect_cat_file(&daemon.socket, &repo, args, &input, &[]);
-            let asked = format!("{args:?} on {}", escape(&input));
-            assert_bytes_eq(&format!("{asked}: stdout"), &theirs.stdout, &ours.stdout);
-            assert_bytes_eq(&format!("{asked}: stderr"), &theirs.stderr, &ours.stderr);
-            assert_eq!(theirs.status.code(), ours.status.code(), "{asked}");
+            same_cat_file(&daemon.socket, &repo, args, &input, &[]);
         }
     }
     let log = stop(daemon);
