@@ -68,10 +68,11 @@ impl PackOrder {
         self.run == PACK_ORDER_RUN
     }
 
-    /// Whether the stream is in a run of reads in pack order now. There each delta is applied about once (the
-    /// bases are kept for their deltas), so inflated deltas are neither looked for nor kept in the cache of
-    /// inflated deltas: its probes and insertions (a lock and up to four hash operations per link) bought
-    /// nothing, and a kept delta cost an allocation where the scratch buffer costs none.
+    /// Whether the stream is in a run of reads in pack order now. Reading the whole pack, each delta is applied
+    /// about once (the bases are kept for their deltas), so the delta of a one-link walk is neither looked for
+    /// nor kept in the cache of inflated deltas: its probes and insertions (a lock and up to four hash
+    /// operations per link) bought nothing, and a kept delta cost an allocation where the scratch buffer costs
+    /// none. Longer walks keep their deltas as in any order (`apply_chain`).
     pub(in crate::store) fn in_run(&self) -> bool {
         self.run >= PACK_ORDER_RUN
     }
@@ -273,8 +274,12 @@ impl Store {
         budget: &mut ChainBudget,
     ) -> Result<Object, ReadError> {
         let Base { object: Object { kind, data: base_data }, entry: mut below, cached } = base;
-        // A pack-order run applies each delta about once: its deltas are neither looked for nor kept.
-        let keep_deltas = if resolver.pack_order.in_run() { DeltaUse::Never } else { DeltaUse::of(kind, cached) };
+        // A pack-order run over the whole pack applies each delta about once: a walk there is one link, from a
+        // kept base, and its delta is neither looked for nor kept. A walk of several links is a stream that skips
+        // most of the pack (a sample read in pack order): the links it passes are passed again by the next delta
+        // read on them, as in any order (small-A, 20,000 blobs in pack order: 59 -> 49 MB inflated).
+        let one_link_run = resolver.pack_order.in_run() && walk.links.len() == 1;
+        let keep_deltas = if one_link_run { DeltaUse::Never } else { DeltaUse::of(kind, cached) };
         let mut served_from = None;
         // The result below the next link: shared `Data` (the base, or a kept result), or a plain buffer.
         let (mut shared, mut built): (Data, Option<Vec<u8>>) = (base_data, None);

@@ -403,3 +403,43 @@ fn a_tree_walk_builds_only_the_links_it_keeps_and_the_object() {
     assert!(matches!(err.damage, Damage::Delta(delta::DeltaError::BaseSizeMismatch { .. })), "{err}");
     assert_eq!(err.location, Location::Pack { path, offset: offsets[6] });
 }
+
+/// A sample of a pack read in pack order walks several links from a kept base, and the next delta read on the
+/// same links passes them again: those walks keep their deltas as in any other order. Before, a pack-order run
+/// kept no delta, and the third walk here inflated the shared link's delta a third time.
+#[test]
+fn a_sparse_pack_order_run_keeps_the_deltas_of_long_walks() {
+    let objects = Objects::new();
+    let mut entries: Vec<(ObjectId, Stored)> = (0..PACK_ORDER_RUN)
+        .map(|k| format!("whole {k}\n").into_bytes())
+        .map(|c| (object_id(Kind::Blob, &c), Stored::Whole(Kind::Blob, c)))
+        .collect();
+    let base = b"base\n".repeat(20);
+    let shared = [&base[..], b"shared\n"].concat();
+    let at = entries.len();
+    entries.push((object_id(Kind::Blob, &base), Stored::Whole(Kind::Blob, base.clone())));
+    entries.push((object_id(Kind::Blob, &shared), Stored::Ofs(at, delta(base.len(), base.len(), b"shared\n"))));
+    let tips: Vec<Vec<u8>> = (0..3).map(|k| [&shared[..], format!("tip {k}\n").as_bytes()].concat()).collect();
+    for tip in &tips {
+        let stored = Stored::Ofs(at + 1, delta(shared.len(), shared.len(), &tip[shared.len()..]));
+        entries.push((object_id(Kind::Blob, tip), stored));
+    }
+    objects.add_pack("a", &entries);
+    let store = open(&objects);
+    packs(&store)[0].index_delta_bases();
+    let resolver = &mut Resolver::new(1 << 20);
+    for (id, _) in &entries[..at] {
+        read(&store, id, resolver);
+    }
+    assert!(resolver.pack_order.in_run());
+    let cache = resolver.cache().clone();
+    for (k, tip) in tips.iter().enumerate() {
+        let inflated = cache.inflated_bytes();
+        assert_eq!(read(&store, &entries[at + 2 + k].0, resolver), *tip);
+        let Stored::Ofs(_, tip_delta) = &entries[at + 2 + k].1 else { unreachable!("a delta") };
+        if k == 2 {
+            assert_eq!(cache.inflated_bytes() - inflated, tip_delta.len() as u64, "only its own delta");
+        }
+    }
+    assert!(resolver.pack_order.in_run(), "every read was in pack order");
+}
