@@ -56,9 +56,9 @@ pub trait RepoFiles: Sync {
     fn stamp(&self, path: &Path) -> Result<Option<Stamp>, FileError>;
     /// Is `path` itself a regular file (a symlink as its last component is not followed, as `lstat`)?
     fn is_plain_file(&self, path: &Path) -> Result<bool, FileError>;
-    /// Is something at `path` (relative to this thread's working directory: a daemon's connection works in its
-    /// client's), a symlink as its last component not followed, as `lstat`? A path that leads where files may not
-    /// be read is not looked at, and so not there.
+    /// Is something at `path` (a relative one named from where git would work for the client), a symlink as its
+    /// last component not followed, as `lstat`? A path that leads where files may not be read is not looked at,
+    /// and so not there.
     fn on_disk(&self, path: &Path) -> bool;
 }
 

@@ -250,7 +250,7 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn prefixes_are_the_first_eight_bytes_zero_padded() {
+    fn prefixes_are_the_first_four_bytes_zero_padded() {
         assert_eq!(prefix(b"abcdefghij"), u32::from_le_bytes(*b"abcd"));
         assert_eq!(prefix(b"abc"), u32::from_le_bytes(*b"abc\0"));
         assert_eq!(prefix(b""), 0);
