@@ -171,6 +171,11 @@ fn server_root_answers_generated_names_as_git() {
             same_cat_file(&daemon.socket, &repo, args, &input, &[]);
         }
     }
+    // Each name alone on the command line: one that does not resolve dies with git's explanation, which for a
+    // path looks on disk from where git works (here the bare repository itself: `HEAD:.`, `HEAD:config`).
+    for name in names.iter().take(100).map(String::as_str).chain(["HEAD:config", "HEAD:objects", ":refs"]) {
+        same_cat_file(&daemon.socket, &repo, &["-t", name], b"", &[]);
+    }
     let log = stop(daemon);
     assert!(!log.contains("outcome=refused"), "{log}");
 }
