@@ -23,7 +23,7 @@ pub(crate) fn find(refs: &Refs<'_>, name: &[u8]) -> Option<(Log, usize)> {
     let mut count = 0;
     for full in ref_rules::expansions(name) {
         let Some((target, current)) = resolve(refs, &full) else { continue };
-        let Some(log) = [&full, &target].into_iter().find(|candidate| exists(refs, candidate)) else { continue };
+        let Some(log) = [&full, &target].into_iter().find(|candidate| refs.reflog_exists(candidate)) else { continue };
         count += 1;
         found.get_or_insert(Log { name: log.clone(), current });
     }
@@ -34,11 +34,6 @@ pub(crate) fn find(refs: &Refs<'_>, name: &[u8]) -> Option<(Log, usize)> {
 pub(crate) fn of_head(refs: &Refs<'_>) -> Option<Log> {
     let (name, current) = resolve(refs, b"HEAD")?;
     Some(Log { name, current })
-}
-
-/// Does `name` have a reflog (a file; git's `files_reflog_exists`)?
-fn exists(refs: &Refs<'_>, name: &[u8]) -> bool {
-    refs.reflog_exists(name)
 }
 
 /// What `@{<text>}` asks for: git reads digits as a count (from 100000000 on, as seconds since 1970), and
