@@ -107,8 +107,10 @@ fn read(file: &IndexFile, files: Files<'_>) -> Result<Option<Vec<u8>>, IndexErro
 }
 
 /// The index in `bytes` (read from `index` through `files`), parsed by gix-index. gix-index reads the shared
-/// part of a split index by path only: that file is read through `files` first, so one leading outside is
-/// refused before gix-index opens it, and then gix-index reads the index again by path.
+/// part of a split index only by path, next to the split part (its `Link::dissolve_into` is not public): both
+/// parts, as read through `files`, are written to a private directory and gix-index reads them there, so what
+/// it parses is what was read beneath the root, even if the files under it change meanwhile. Split indexes are
+/// rare, and an index with no link is parsed from `bytes` directly.
 fn from_bytes(
     bytes: &[u8],
     index: &std::path::Path,
@@ -119,9 +121,100 @@ fn from_bytes(
     let (state, _) =
         gix_index::State::from_bytes(bytes, filetime::FileTime::zero(), hash, options).map_err(IndexError::Corrupt)?;
     let Some(link) = state.link() else { return Ok(state) };
-    let shared = index.with_file_name(format!("sharedindex.{}", link.shared_index_checksum));
-    if let Err(FileError::Refused(message)) = files.read(&shared) {
-        return Err(IndexError::Refused(message));
+    let shared_name = format!("sharedindex.{}", link.shared_index_checksum);
+    let shared = index.with_file_name(&shared_name);
+    let shared_bytes = match files.read(&shared) {
+        Err(FileError::Refused(message)) => return Err(IndexError::Refused(message)),
+        Err(FileError::Io { source, .. }) => return Err(IndexError::Read(shared, source)),
+        Ok(shared_bytes) => shared_bytes,
+    };
+    let private = tempfile::tempdir().map_err(|err| IndexError::Read(index.to_owned(), err))?;
+    let copy = private.path().join("index");
+    std::fs::write(&copy, bytes).map_err(|err| IndexError::Read(index.to_owned(), err))?;
+    // A missing shared part stays missing: gix-index fails as it does reading the repository by path.
+    if let Some(shared_bytes) = shared_bytes {
+        std::fs::write(private.path().join(shared_name), shared_bytes)
+            .map_err(|err| IndexError::Read(index.to_owned(), err))?;
     }
-    Ok(gix_index::File::at(index, hash, true, options).map_err(IndexError::Corrupt)?.into())
+    Ok(gix_index::File::at(copy, hash, true, options).map_err(IndexError::Corrupt)?.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::refs::{RepoFiles, Stamp};
+
+    /// A root's files as they were read beneath it, held in memory: what is on disk at those paths later does
+    /// not count.
+    struct Read(HashMap<PathBuf, Vec<u8>>);
+
+    impl RepoFiles for Read {
+        fn read(&self, path: &Path) -> Result<Option<Vec<u8>>, FileError> {
+            Ok(self.0.get(path).cloned())
+        }
+        fn list(&self, _: &Path) -> Result<Vec<(OsString, bool)>, FileError> {
+            Ok(Vec::new())
+        }
+        fn stamp(&self, _: &Path) -> Result<Option<Stamp>, FileError> {
+            Ok(None)
+        }
+        fn is_plain_file(&self, path: &Path) -> Result<bool, FileError> {
+            Ok(self.0.contains_key(path))
+        }
+        fn on_disk(&self, _: &Path) -> bool {
+            false
+        }
+    }
+
+    fn git(dir: &Path, args: &[&str], stdin: &[u8]) {
+        use std::io::Write;
+        let mut child = std::process::Command::new("git")
+            .current_dir(dir)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("git");
+        child.stdin.take().expect("stdin").write_all(stdin).expect("git's stdin");
+        assert!(child.wait().expect("git").success(), "git {args:?}");
+    }
+
+    /// A split index is parsed from both its parts as read through the root's files, not read again by path:
+    /// between the check and gix-index's read, either file could have been replaced (by a link out of the root).
+    /// Before, gix-index read both again by path, and this index, gone from disk, did not parse.
+    #[test]
+    fn a_split_index_is_parsed_from_what_was_read_beneath_the_root() {
+        let work = tempfile::tempdir().expect("temporary directory");
+        git(work.path(), &["init", "-q"], b"");
+        let blob = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
+        git(work.path(), &["update-index", "--index-info"], format!("100644 {blob}\tshared\n").as_bytes());
+        git(work.path(), &["update-index", "--split-index"], b"");
+        git(work.path(), &["update-index", "--index-info"], format!("100644 {blob}\tsplit\n").as_bytes());
+        let git_dir = work.path().join(".git");
+        let mut read = HashMap::new();
+        for entry in std::fs::read_dir(&git_dir).expect("the git directory").flatten() {
+            let name = entry.file_name();
+            if name == "index" || name.as_encoded_bytes().starts_with(b"sharedindex.") {
+                read.insert(entry.path(), std::fs::read(entry.path()).expect("an index part"));
+            }
+        }
+        // The split index and its shared part (and the shared part it had before the last change).
+        assert!(read.len() >= 2 && read.contains_key(&git_dir.join("index")), "a split index and its shared part");
+        // What is on disk now is not what was read: nothing.
+        drop(work);
+        let file = IndexFile { path: git_dir.join("index"), shown: git_dir.join("index") };
+        let files = Read(read);
+        let id = ObjectId::from_hex(blob.as_bytes()).expect("an id");
+        for path in [&b"shared"[..], b"split"] {
+            let found = lookup(&file, gix_hash::Kind::Sha1, path, 0, Files::Through(&files)).expect("parses");
+            assert_eq!(found, Entry::Found { id, mode: 0o100644 });
+        }
+        let absent = lookup(&file, gix_hash::Kind::Sha1, b"neither", 0, Files::Through(&files)).expect("parses");
+        assert_eq!(absent, Entry::Absent);
+    }
 }
