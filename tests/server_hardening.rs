@@ -535,14 +535,26 @@ fn hardening_connect_passes_only_the_fds_the_stream_needs() {
 }
 
 /// Two daemons starting at once on one socket: the start-up lock makes the second fail without touching the
-/// socket. Here the test holds the lock, as a daemon still starting would.
+/// socket. Here another process holds the lock, as a daemon still starting would. (Not the test's own: a lock
+/// taken here would live on in any child another test forks meanwhile until it execs, so releasing it would
+/// not free it for certain; it did not once on a loaded machine.)
 #[test]
 fn hardening_a_daemon_starting_waits_for_the_start_up_lock() {
     let fixture = Fixture::Basic;
     let dir = TempDir::new("startup-lock");
     let socket = dir.path().join("socket");
-    let lock = File::create(dir.path().join("socket.lock")).unwrap();
-    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    // util-linux's flock(1): takes the lock, says so, holds it until its stdin closes.
+    let mut holder = Command::new("flock")
+        .arg("--close")
+        .arg(dir.path().join("socket.lock"))
+        .args(["-c", "echo locked; cat >/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("flock(1)");
+    let mut said = [0u8; 7];
+    holder.stdout.take().unwrap().read_exact(&mut said).expect("flock(1) took the lock");
+    assert_eq!(&said, b"locked\n");
     let mut second = Daemon::spawn(&socket, &fixture.git_dir(), &[]);
     assert_eq!(second.wait().code(), Some(128), "{}", second.log());
     assert!(
@@ -550,7 +562,8 @@ fn hardening_a_daemon_starting_waits_for_the_start_up_lock() {
         "{}",
         second.log()
     );
-    drop(lock);
+    drop(holder.stdin.take());
+    assert!(holder.wait().unwrap().success(), "flock(1) let the lock go");
     let mut daemon = Daemon::spawn(&socket, &fixture.git_dir(), &[]);
     daemon.wait_until_listening();
 }
