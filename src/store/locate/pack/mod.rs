@@ -18,7 +18,7 @@ use super::kind_memo::KindMemo;
 use super::pack_index::PackIndex;
 use super::rev_file::RevFile;
 use super::rev_index::{OffsetOrder, RevIndex};
-use super::sorted_offsets::SortedOffsets;
+use super::sorted_offsets::{SortedOffsets, sort_offsets};
 use crate::store::IndexError;
 use crate::store::decode::{Inflater, inflatable};
 use crate::store::{Damage, PackError};
@@ -384,7 +384,7 @@ impl Pack {
         };
         let positions = 0..self.index.num_objects();
         let mut entries: Vec<u64> = positions.filter_map(|position| self.index.offset_at(position).ok()).collect();
-        entries.sort_unstable();
+        sort_offsets(&mut entries);
         let mut bases: Vec<u64> = entries
             .into_iter()
             .filter_map(|offset| match reader.entry(offset)? {
@@ -395,7 +395,7 @@ impl Pack {
                 _ => None,
             })
             .collect();
-        bases.sort_unstable();
+        sort_offsets(&mut bases);
         let mut offsets = Vec::with_capacity(bases.len());
         let mut pending: Vec<AtomicU32> = Vec::with_capacity(bases.len());
         for base in bases {
