@@ -57,15 +57,37 @@ const PACK_ORDER_RUN: u32 = 16;
 pub(in crate::store) struct PackOrder {
     last: Option<EntryKey>,
     run: u32,
+    /// The offset the current run began at.
+    run_start: u64,
+    /// Whether a run reached [`PACK_ORDER_RUN`] in this stream.
+    seen: bool,
 }
 
 impl PackOrder {
     /// Notes a read of the entry `key`; true once, when the run of reads in pack order reaches [`PACK_ORDER_RUN`].
     pub(in crate::store) fn note(&mut self, key: EntryKey) -> bool {
         let onward = self.last.is_some_and(|last| last.pack == key.pack && last.offset < key.offset);
-        self.run = if onward { self.run.saturating_add(1) } else { 1 };
+        if onward {
+            self.run = self.run.saturating_add(1);
+        } else {
+            (self.run, self.run_start) = (1, key.offset);
+        }
         self.last = Some(key);
+        self.seen |= self.run == PACK_ORDER_RUN;
         self.run == PACK_ORDER_RUN
+    }
+
+    /// The bytes of the pack between one read of the current run and the next, on average.
+    pub(in crate::store) fn spacing(&self) -> u64 {
+        let last = self.last.map_or(self.run_start, |last| last.offset);
+        (last - self.run_start) / u64::from(self.run.saturating_sub(1).max(1))
+    }
+
+    /// Whether the stream has read in pack order, [`PACK_ORDER_RUN`] reads in a row, at any time: a stream in pack
+    /// order, or in history order (newest first), which a pack written by `pack-objects` mostly follows. Random
+    /// order shows such a run once in 16! streams.
+    pub(in crate::store) fn ordered(&self) -> bool {
+        self.seen
     }
 
     /// Whether the stream is in a run of reads in pack order now. Reading the whole pack, each delta is applied
@@ -166,7 +188,10 @@ impl Store {
         // Only blobs count towards a run in pack order: `ls` reads a path's trees root first, which in a pack
         // written by `pack-objects` (trees in traversal order) is 16 increasing offsets within a few requests,
         // and the scan that started then read every entry header of the pack beside the walks.
-        if base.object.kind == Kind::Blob && resolver.pack_order.note(pack.key(offset)) {
+        if base.object.kind == Kind::Blob
+            && resolver.pack_order.note(pack.key(offset))
+            && pack.reads_most_entries(resolver.pack_order.spacing())
+        {
             Pack::start_base_scan(pack);
         }
         if let (Some((at, offset)), false) = (base.entry, base.cached) {
@@ -332,7 +357,9 @@ impl Store {
             }
             let (at, offset) = below.expect("the object asked for is a pack entry");
             let pack = &walk.packs[at];
-            let keep = CachePolicy::served(pack.is_delta_base(offset)).max(CachePolicy::link(kind, last));
+            let waiting = pack.deltas_waiting(offset);
+            let keep =
+                CachePolicy::served(kind, waiting, resolver.pack_order.ordered()).max(CachePolicy::link(kind, last));
             resolver.cache.keep(pack.key(offset), &object, keep);
         }
         Ok(object)

@@ -288,6 +288,35 @@ fn reads_in_pack_order_start_the_base_scan_at_once() {
     panic!("the scan did not run");
 }
 
+/// A sample read in pack order (a run of reads far apart): no scan of the bases, and each blob built by deltas is
+/// kept, so that the next read on its chain starts from it rather than from the root.
+#[test]
+fn a_sparse_run_in_pack_order_keeps_served_blobs_without_the_base_scan() {
+    let objects = Objects::new();
+    let contents = versions("v", 3);
+    let mut entries = chain(&slices(&contents), true);
+    // Reads of every 20th of many small whole blobs: far apart against the pack's mean entry.
+    let fillers: Vec<Vec<u8>> = (0..PACK_ORDER_RUN * 20).map(|k| format!("filler {k}\n").into_bytes()).collect();
+    entries.extend(fillers.iter().map(|c| (object_id(Kind::Blob, c), Stored::Whole(Kind::Blob, c.clone()))));
+    let (_, offsets) = objects.add_pack("a", &entries);
+    let store = open(&objects);
+    let pack = &packs(&store)[0];
+    let resolver = &mut Resolver::new(1 << 20);
+    assert_eq!(read(&store, &entries[1].0, resolver), contents[1]);
+    for (id, _) in entries[3..].iter().step_by(20).take(PACK_ORDER_RUN as usize) {
+        read(&store, id, resolver);
+    }
+    assert!(resolver.pack_order.ordered(), "a run in pack order");
+    assert!(!pack.scan_started_for_tests(), "a sparse run does not start the scan");
+    assert_eq!(read(&store, &entries[1].0, resolver), contents[1], "the run is broken: no longer in order");
+    let cache = resolver.cache().clone();
+    assert!(cache.get(pack.key(offsets[1])).is_some(), "the served blob, kept once the stream showed order");
+    let inflated = cache.inflated_bytes();
+    assert_eq!(read(&store, &entries[2].0, resolver), contents[2]);
+    let Stored::Ofs(_, delta) = &entries[2].1 else { panic!("a delta") };
+    assert_eq!(cache.inflated_bytes() - inflated, delta.len() as u64, "one delta, from the kept blob");
+}
+
 /// `ls` reads a path's trees root first, and a pack written by `pack-objects` stores them in that order: a few
 /// requests made 16 reads at increasing offsets, and the base scan then read every entry header of the pack beside
 /// the walks (small-A, 10,000 `ls`). Only blobs make a run in pack order.
