@@ -153,8 +153,8 @@ impl CachePolicy {
     /// reads in pack or history order (`ordered`) is kept with the others before the bases are known: in a
     /// server-packed history nearly every version is the base of the one before it, and the next read on its
     /// chain starts from it instead of applying every delta from the root again. Such a sample no longer pays
-    /// for the scan of the bases to learn that (small-A, 20,000 blobs in pack or history order: 5.7% fewer
-    /// instructions, 3–5% less CPU; see benches/README.md). Not in random order: there the kept blobs filled
+    /// for the scan of the bases to learn that (small-A, 20,000 blobs in pack or history order: 6% fewer
+    /// instructions than with the scan; see benches/README.md). Not in random order: there the kept blobs filled
     /// the cache with fresh pages (12.8k → 30.7k page faults, 4% more CPU for 14% fewer instructions).
     /// The intermediates of a walk are never kept (git keeps them): in random order they push the roots out of
     /// the cache for nothing, since a root costs a whole inflate and an intermediate a few copies (6.8 → 5.1 s).

@@ -52,7 +52,9 @@ const PACK_ORDER_RUN: u32 = 16;
 /// once, as `index-pack` knows them, rather than after the warm-up that keeps short streams from paying for the
 /// scan. Knowing them, a base is kept until its last delta is served, and each is resolved once for all its
 /// children (small-A, every blob: 225k delta applications before, see benches/README.md). Only reads of blobs
-/// are noted ([`Store::read_packed`]): the trees of `ls` walks come in pack order too, a few at a time.
+/// are noted ([`Store::read_packed`]): the trees of `ls` walks come in pack order too, a few at a time. Only a run
+/// that reads most of the pack's entries starts the scan ([`Pack::reads_most_entries`]); a sample read in order
+/// keeps its served blobs instead ([`CachePolicy::served`]).
 #[derive(Debug, Default)]
 pub(in crate::store) struct PackOrder {
     last: Option<EntryKey>,
