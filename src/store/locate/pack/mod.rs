@@ -18,7 +18,7 @@ use super::kind_memo::KindMemo;
 use super::pack_index::PackIndex;
 use super::rev_file::RevFile;
 use super::rev_index::{OffsetOrder, RevIndex};
-use super::sorted_offsets::{SortedOffsets, sort_offsets};
+use super::sorted_offsets::SortedOffsets;
 use crate::store::IndexError;
 use crate::store::decode::{Inflater, inflatable};
 use crate::store::{Damage, PackError};
@@ -407,7 +407,9 @@ impl Pack {
         };
         let positions = 0..self.index.num_objects();
         let mut entries: Vec<u64> = positions.filter_map(|position| self.index.offset_at(position).ok()).collect();
-        sort_offsets(&mut entries);
+        // A radix sort: `sort_unstable` of these two was 111 M of the 1.98 G instructions of a 20,000-blob
+        // sample in pack order (small-A, before such samples stopped scanning); every dense scan pays it.
+        radsort::sort(&mut entries);
         let mut bases: Vec<u64> = entries
             .into_iter()
             .filter_map(|offset| match reader.entry(offset)? {
@@ -418,7 +420,7 @@ impl Pack {
                 _ => None,
             })
             .collect();
-        sort_offsets(&mut bases);
+        radsort::sort(&mut bases);
         let mut offsets = Vec::with_capacity(bases.len());
         let mut pending: Vec<AtomicU32> = Vec::with_capacity(bases.len());
         for base in bases {
