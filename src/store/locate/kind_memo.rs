@@ -52,6 +52,12 @@ impl KindMemo {
         super::prefetch::prefetch(self.slot(offset));
     }
 
+    /// Forgets every type, and lets the memo's pages leave the resident set (see [`super::resident::empty`]): for a
+    /// pack of a repository no client reads now. Every slot reads empty after, a lost entry only costing a walk.
+    pub(in crate::store) fn release_resident(&self) {
+        super::resident::empty(&self.slots);
+    }
+
     /// Remembers that the chain of the entry at `offset` ends in an object of type `kind`. An offset too large to
     /// share a word with its type (past 2^61 bytes) is not remembered.
     pub(in crate::store) fn put(&self, offset: u64, kind: Kind) {

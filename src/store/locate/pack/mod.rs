@@ -298,9 +298,13 @@ impl Pack {
         }
     }
 
-    /// Lets the pages of this pack's maps (index, `.rev`, data) leave the resident set: see [`super::resident`].
+    /// Lets the pages of this pack's maps (index, `.rev`, data) and of its kind memo leave the resident set: see
+    /// [`super::resident`]. The memo forgets what it held, as the repository's delta-base cache does at idle.
     pub(in crate::store) fn release_resident(&self) {
         super::resident::release(self.index.mapped());
+        if let Some(memo) = self.kind_memo.get() {
+            memo.release_resident();
+        }
         if let Some(Some(rev_file)) = self.rev_file.get() {
             super::resident::release(rev_file.mapped());
         }
