@@ -11,7 +11,7 @@ use rustix::mm::{Advice, madvise};
 
 /// Drops the page-table entries of the whole pages inside `mapped`, a read-only mapping of a file.
 pub(in crate::store) fn release(mapped: &[u8]) {
-    let page = rustix::param::page_size();
+    let page = page_size();
     let start = mapped.as_ptr() as usize;
     let first = start.next_multiple_of(page);
     let end = (start + mapped.len()) / page * page;
@@ -37,7 +37,7 @@ pub(in crate::store) fn release(mapped: &[u8]) {
 /// written; a `--root` daemon kept each idle repository's, 8 MiB of address space and 0.1–1 MiB resident for a
 /// git.git copy, never given back until the repository closed.
 pub(in crate::store) fn empty(words: &[AtomicU64]) {
-    let page = rustix::param::page_size();
+    let page = page_size();
     let start = words.as_ptr() as usize;
     let first = start.next_multiple_of(page);
     let end = (start + std::mem::size_of_val(words)) / page * page;
@@ -57,12 +57,21 @@ pub(in crate::store) fn empty(words: &[AtomicU64]) {
     let _ = result;
 }
 
+/// The system's page size. Not `rustix::param::page_size`: its first call checks the vDSO's ELF header, which
+/// valgrind does not map, so every tool of valgrind (callgrind included) killed a process that mapped a pack.
+pub(in crate::store) fn page_size() -> usize {
+    // SAFETY: sysconf takes no pointer and has no precondition; it reads a constant of the system.
+    #[allow(unsafe_code)]
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).ok().filter(|&size| size > 0).unwrap_or(4096)
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Write;
 
     fn resident_pages(map: &memmap2::Mmap) -> usize {
-        let page = rustix::param::page_size();
+        let page = super::page_size();
         let mut vec = vec![0u8; map.len().div_ceil(page)];
         // SAFETY: `map` is a live mapping of `map.len()` bytes and `vec` has one byte per page of it.
         #[allow(unsafe_code)]
@@ -84,7 +93,7 @@ mod tests {
 
     /// Pages of `bytes` resident in this process (`mincore`, which sees anonymous pages too).
     fn resident_pages_of(bytes: &[u8]) -> usize {
-        let page = rustix::param::page_size();
+        let page = super::page_size();
         let start = (bytes.as_ptr() as usize).next_multiple_of(page);
         let end = (bytes.as_ptr() as usize + bytes.len()) / page * page;
         let mut vec = vec![0u8; (end - start) / page];
@@ -105,7 +114,7 @@ mod tests {
         assert!(resident_pages_of(bytes) >= 250, "1 MiB written: {} pages", resident_pages_of(bytes));
         super::empty(&words);
         assert_eq!(resident_pages_of(bytes), 0);
-        let page_words = rustix::param::page_size() / 8;
+        let page_words = super::page_size() / 8;
         let inner = (words.as_ptr() as usize).next_multiple_of(page_words * 8);
         let first_inner = (inner - words.as_ptr() as usize) / 8;
         assert!(words[first_inner..words.len() - page_words].iter().all(|word| word.load(Ordering::Relaxed) == 0));

@@ -42,7 +42,7 @@ impl SkewedMap {
         if len == 0 {
             return Ok(SkewedMap { data: 0, len: 0 });
         }
-        let page = rustix::param::page_size();
+        let page = super::resident::page_size();
         let (reserved, mapped) = (len + BOUNDARY + page, len.next_multiple_of(page));
         // SAFETY: a new private anonymous mapping with no access, at an address the kernel picks: it overlaps no
         // memory in use, and only reserves the range the file is mapped into below.
@@ -115,12 +115,15 @@ mod tests {
         #[allow(unsafe_code)]
         let map = unsafe { SkewedMap::map(&file) }.expect("map");
         assert_eq!(&map[..], &bytes[..]);
-        assert_eq!(map.as_ptr() as usize % BOUNDARY, rustix::param::page_size());
+        assert_eq!(map.as_ptr() as usize % BOUNDARY, crate::store::locate::resident::page_size());
         let at = format!("{:x}-", map.as_ptr() as usize);
         let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
         let line = maps.lines().find(|line| line.starts_with(&at)).expect("the file's mapping");
         let end = usize::from_str_radix(line[at.len()..].split(' ').next().expect("end"), 16).expect("hex");
-        assert_eq!(end - map.as_ptr() as usize, bytes.len().next_multiple_of(rustix::param::page_size()));
+        assert_eq!(
+            end - map.as_ptr() as usize,
+            bytes.len().next_multiple_of(crate::store::locate::resident::page_size())
+        );
         let before = map.as_ptr() as usize - 1;
         let reserved = maps.lines().any(|line| {
             let (start, rest) = line.split_once('-').expect("a range");

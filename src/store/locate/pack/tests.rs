@@ -217,7 +217,7 @@ fn a_packs_maps_start_one_page_past_a_2_mib_boundary() {
     let pack = open(&path);
     pack.data_end().expect("mapped by a first read");
     let data = pack.data().expect("mapped").entry_slice(0..1).expect("the first byte");
-    let page = rustix::param::page_size();
+    let page = crate::store::locate::resident::page_size();
     assert_eq!(data.as_ptr() as usize % (2 << 20), page, "the pack data");
     assert_eq!(pack.index.mapped().as_ptr() as usize % (2 << 20), page, "the index");
 }
