@@ -1,17 +1,18 @@
-//! A read-only map of a whole file, placed one page past a 2 MiB boundary, so that touching a byte of it puts a
-//! few pages into the process's resident set rather than a whole large folio.
+//! A read-only map of a whole file, placed 1 MiB past a 2 MiB boundary, so that touching a byte of it puts a few
+//! pages into the process's resident set rather than a whole 2 MiB folio.
 //!
 //! Why: since Linux 6.18 a read fault on a file mapping maps the whole folio of the page cache that holds the byte
 //! ("map entire large folio faultaround") when the folio lies inside one page table of the mapping. The page
 //! cache holds a pack read in big chunks (a clone, a repack, a `git cat-file --batch-all-objects`) in folios of up
 //! to 2 MiB, and the kernel places a file mapping of 2 MiB or more at an address congruent to its file offsets
 //! modulo 2 MiB: every 2 MiB folio then sits inside one page table, and one random read of git.git's pack put up
-//! to 2 MiB into the reader's proportional set size (PSS). Twenty random one-byte reads made 25 MB of git.git's
-//! pack resident as the kernel places the map, 1.9 MB with the map one page off (2026-12-06): a 2 MiB folio then
-//! straddles two page tables and the fault maps only its fault-around window (64 KiB). For a `--root` daemon that
-//! is most of its memory while its busy repositories read (up to 80 MiB of pack pages at a peak of forge-node's
-//! 1,000 repositories). Only a folio that would straddle a 2 MiB boundary is split this way; smaller ones
-//! inside one still map whole.
+//! to 2 MiB into the reader's proportional set size (PSS). Twenty random one-byte reads made 25–39 MB of a pack
+//! resident as the kernel places the map, 1.7 MB with the map 1 MiB off (2026-12-06): a 2 MiB folio then straddles
+//! two page tables and the fault maps only its fault-around window (64 KiB). For a `--root` daemon that was most of
+//! its memory while its busy repositories read (up to 80 MiB of pack pages at a peak of forge-node's 1,000
+//! repositories). Why 1 MiB and not a page: folios of 1 MiB or less stay aligned to the map's addresses as the
+//! kernel would place them, so a fault maps what it maps in an aligned map; one page off, a fault-around window
+//! overlaps two of them and maps both (2.5 MB against 1.3 MB for twenty reads in a page cache of small folios).
 use std::fs::File;
 use std::io;
 use std::ops::Deref;
@@ -20,9 +21,11 @@ use rustix::mm::{MapFlags, ProtFlags, mmap, mmap_anonymous, munmap};
 
 /// The span the map is placed off: the size of what one page table maps on x86-64 (and arm64 with 4 KiB pages).
 const BOUNDARY: usize = 2 << 20;
+/// Where in that span the map starts.
+const SKEW: usize = BOUNDARY / 2;
 
-/// A read-only, shared map of a whole file (as `memmap2::Mmap::map` makes it), starting one page past a multiple
-/// of [`BOUNDARY`]; unmapped when dropped.
+/// A read-only, shared map of a whole file (as `memmap2::Mmap::map` makes it), starting [`SKEW`] past a multiple of
+/// [`BOUNDARY`]; unmapped when dropped.
 pub(crate) struct SkewedMap {
     /// Where the file's bytes start, and how many. Kept as integers, so the map is `Send` and `Sync` as a byte
     /// slice is.
@@ -43,15 +46,15 @@ impl SkewedMap {
             return Ok(SkewedMap { data: 0, len: 0 });
         }
         let page = super::resident::page_size();
-        let (reserved, mapped) = (len + BOUNDARY + page, len.next_multiple_of(page));
+        let (reserved, mapped) = (len + BOUNDARY + SKEW, len.next_multiple_of(page));
         // SAFETY: a new private anonymous mapping with no access, at an address the kernel picks: it overlaps no
         // memory in use, and only reserves the range the file is mapped into below.
         let start = unsafe {
             mmap_anonymous(std::ptr::null_mut(), reserved, ProtFlags::empty(), MapFlags::PRIVATE | MapFlags::NORESERVE)
         }? as usize;
-        let data = start.next_multiple_of(BOUNDARY) + page;
+        let data = start.next_multiple_of(BOUNDARY) + SKEW;
         // SAFETY: `[data, data + mapped)` lies inside the reservation just made (`data + mapped <= start + BOUNDARY
-        // + page + len` rounded to pages), which nothing else uses, so MAP_FIXED replaces only our own reserved
+        // + SKEW + len` rounded to pages), which nothing else uses, so MAP_FIXED replaces only our own reserved
         // pages. The file's bytes are only ever read through `Deref`, never written (PROT_READ); the caller vouches
         // that the file does not change while mapped.
         let on_file = unsafe {
@@ -107,7 +110,7 @@ mod tests {
     use std::io::Write;
 
     #[test]
-    fn maps_the_whole_file_one_page_past_a_boundary() {
+    fn maps_the_whole_file_past_a_boundary() {
         let mut file = tempfile::tempfile().expect("temporary file");
         let bytes: Vec<u8> = (0..(5 << 20) + 123).map(|n: u32| (n * 7 % 251) as u8).collect();
         file.write_all(&bytes).expect("write");
@@ -115,7 +118,7 @@ mod tests {
         #[allow(unsafe_code)]
         let map = unsafe { SkewedMap::map(&file) }.expect("map");
         assert_eq!(&map[..], &bytes[..]);
-        assert_eq!(map.as_ptr() as usize % BOUNDARY, crate::store::locate::resident::page_size());
+        assert_eq!(map.as_ptr() as usize % BOUNDARY, SKEW);
         let at = format!("{:x}-", map.as_ptr() as usize);
         let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
         let line = maps.lines().find(|line| line.starts_with(&at)).expect("the file's mapping");

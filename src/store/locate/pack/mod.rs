@@ -24,7 +24,7 @@ use crate::store::IndexError;
 use crate::store::decode::{Inflater, inflatable};
 use crate::store::{Damage, PackError};
 
-/// A pack's data, mapped one page off a 2 MiB boundary (see [`super::skewed`]).
+/// A pack's data, mapped 1 MiB off a 2 MiB boundary (see [`super::skewed`]).
 type PackData = gix_pack::data::File<SkewedMap>;
 
 /// One entry of one pack, as the delta-base cache and cycle checks name it.
@@ -420,7 +420,7 @@ impl Pack {
 }
 
 /// Maps the pack at `path` as `gix_pack::data::File::at` does, with its message when the file cannot be mapped,
-/// but one page off a 2 MiB boundary ([`SkewedMap`]).
+/// but 1 MiB off a 2 MiB boundary ([`SkewedMap`]).
 fn map_data(path: &Path, hash: gix_hash::Kind) -> gix_error::Result<PackData> {
     use gix_error::{ResultExt, message};
     // SAFETY: git never rewrites a pack in place (a repack writes new packs and deletes old ones), so the mapped
