@@ -11,7 +11,7 @@
 //! no lock and no allocation per request, and a slot that two offsets share keeps the last one written (a lost
 //! entry only costs a walk). It never holds a wrong type: a type is written only once a walk has reached the
 //! root, and every entry a walk passed has that root's type.
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::store::Kind;
 
@@ -19,18 +19,29 @@ use crate::store::Kind;
 const MIN_SLOTS: usize = 1 << 10;
 const MAX_SLOTS: usize = 1 << 20;
 
+/// Types a memo is told after [`KindMemo::release_resident`] before it is used again (see `dormant`).
+const PUTS_TO_WAKE: u32 = 1024;
+
 pub(in crate::store) struct KindMemo {
     /// `offset << 3 | kind code` (codes 1..=4, so a written slot is never 0); 0: empty.
     slots: Box<[AtomicU64]>,
     /// `64 - log2(slots.len())`: the hash keeps the top bits of the product.
     shift: u32,
+    /// Puts still to come before the memo is used again, after a release; 0: in use. An emptied memo answers
+    /// nothing, and each slot a walk reads or writes in it faults in a page (a zero page, then a page of its own):
+    /// two faults per link walked, for a memo whose entries serve only later walks of the same chains. A `--root`
+    /// daemon empties a repository's memos each time its last client leaves, and most of its clients ask a few
+    /// requests each (forge-node.py: 10), so until a stream has walked enough to come back to its chains, the
+    /// memo stays out of the way: no page faults, no pages held.
+    dormant: AtomicU32,
 }
 
 impl KindMemo {
     /// A memo for a pack of `objects` objects.
     pub(in crate::store) fn new(objects: u32) -> Self {
         let len = (objects as usize).next_power_of_two().clamp(MIN_SLOTS, MAX_SLOTS);
-        KindMemo { slots: (0..len).map(|_| AtomicU64::new(0)).collect(), shift: 64 - len.trailing_zeros() }
+        let slots = (0..len).map(|_| AtomicU64::new(0)).collect();
+        KindMemo { slots, shift: 64 - len.trailing_zeros(), dormant: AtomicU32::new(0) }
     }
 
     fn slot(&self, offset: u64) -> &AtomicU64 {
@@ -40,6 +51,9 @@ impl KindMemo {
 
     /// The type found at the bottom of the chain of the entry at `offset`, if a walk has passed it.
     pub(in crate::store) fn get(&self, offset: u64) -> Option<Kind> {
+        if self.dormant.load(Ordering::Relaxed) != 0 {
+            return None;
+        }
         let word = self.slot(offset).load(Ordering::Relaxed);
         if word >> 3 != offset || word == 0 {
             return None;
@@ -49,12 +63,28 @@ impl KindMemo {
 
     /// Starts fetching the slot of `offset`, for a [`Self::get`] a little later.
     pub(in crate::store) fn prefetch(&self, offset: u64) {
-        super::prefetch::prefetch(self.slot(offset));
+        if self.dormant.load(Ordering::Relaxed) == 0 {
+            super::prefetch::prefetch(self.slot(offset));
+        }
+    }
+
+    /// Forgets every type, and lets the memo's pages leave the resident set (see [`super::resident::empty`]): for a
+    /// pack of a repository no client reads now. Every slot reads empty after, a lost entry only costing a walk;
+    /// the memo is dormant for the next [`PUTS_TO_WAKE`] puts.
+    pub(in crate::store) fn release_resident(&self) {
+        self.dormant.store(PUTS_TO_WAKE, Ordering::Relaxed);
+        super::resident::empty(&self.slots);
     }
 
     /// Remembers that the chain of the entry at `offset` ends in an object of type `kind`. An offset too large to
     /// share a word with its type (past 2^61 bytes) is not remembered.
     pub(in crate::store) fn put(&self, offset: u64, kind: Kind) {
+        let dormant = self.dormant.load(Ordering::Relaxed);
+        if dormant != 0 {
+            // A count lost to another thread's only delays the waking.
+            let _ = self.dormant.compare_exchange(dormant, dormant - 1, Ordering::Relaxed, Ordering::Relaxed);
+            return;
+        }
         if offset >> 61 == 0 {
             self.slot(offset).store(offset << 3 | u64::from(kind_code(kind)), Ordering::Relaxed);
         }
@@ -119,6 +149,27 @@ mod tests {
         }
         assert!(found > 0 && found <= MIN_SLOTS, "{found} remembered");
         assert_eq!(memo.get(*offsets.last().expect("offsets")), Some(kind(*offsets.last().expect("offsets"))));
+    }
+
+    /// A released memo answers nothing and keeps nothing until it was told [`PUTS_TO_WAKE`] types, then works
+    /// as before.
+    #[test]
+    fn a_released_memo_sleeps_until_enough_types_come() {
+        let memo = KindMemo::new(1 << 16);
+        memo.put(12, Kind::Tree);
+        memo.release_resident();
+        assert_eq!(memo.get(12), None);
+        let written = |memo: &KindMemo| memo.slots.iter().filter(|slot| slot.load(Ordering::Relaxed) != 0).count();
+        // (12's slot may share a page with other memory, and keep its word.)
+        assert!(written(&memo) <= 1);
+        let before = written(&memo);
+        for n in 0..u64::from(PUTS_TO_WAKE) {
+            memo.put(100 + n, Kind::Blob);
+        }
+        assert_eq!(written(&memo), before, "nothing written while dormant");
+        assert_eq!(memo.get(100), None);
+        memo.put(12, Kind::Tree);
+        assert_eq!(memo.get(12), Some(Kind::Tree));
     }
 
     #[test]

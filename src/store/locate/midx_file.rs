@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use gix_hash::oid;
 
+use super::skewed::SkewedMap;
 use crate::store::error::{MidxEntryError, MidxLoadError};
 
 const SIGNATURE: &[u8] = b"MIDX";
@@ -31,7 +32,7 @@ const LARGE_OFFSETS: gix_chunk::Id = *b"LOFF";
 const LARGE: u32 = 1 << 31;
 
 pub(in crate::store) struct MidxFile {
-    map: memmap2::Mmap,
+    map: SkewedMap,
     path: PathBuf,
     hash_len: usize,
     fan: [u32; 256],
@@ -54,11 +55,11 @@ impl MidxFile {
         // one), so the mapped bytes do not change under us; every read below is bounds-checked against the
         // mapping's length or against chunk sizes checked here.
         #[allow(unsafe_code)]
-        let map = unsafe { memmap2::Mmap::map(&file) }?;
+        let map = unsafe { SkewedMap::map(&file) }?;
         Self::from_map(map, path.to_owned(), hash)
     }
 
-    fn from_map(map: memmap2::Mmap, path: PathBuf, hash: gix_hash::Kind) -> Result<MidxFile, MidxLoadError> {
+    fn from_map(map: SkewedMap, path: PathBuf, hash: gix_hash::Kind) -> Result<MidxFile, MidxLoadError> {
         let hash_len = hash.len_in_bytes();
         if map.len() < HEADER_LEN + hash_len {
             return Err(MidxLoadError::TooSmall);

@@ -19,6 +19,7 @@ pub(super) mod replace;
 mod resident;
 mod rev_file;
 pub(super) mod rev_index;
+mod skewed;
 mod sorted_offsets;
 
 pub(crate) use enumerate::{PrefixMatch, Run, WalkOrder};

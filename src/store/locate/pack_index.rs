@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering as Atomic};
 
 use gix_hash::{Prefix, oid};
 
+use super::skewed::SkewedMap;
 use crate::store::IndexError;
 
 const FAN_BYTES: usize = 256 * 4;
@@ -22,7 +23,7 @@ const V2_SIGNATURE: &[u8] = b"\xfftOc";
 const LARGE: u32 = 1 << 31;
 
 pub(crate) struct PackIndex {
-    map: memmap2::Mmap,
+    map: SkewedMap,
     path: PathBuf,
     /// The 256 cumulative counts by first byte, read at open (1 KiB).
     fan: [u32; 256],
@@ -44,11 +45,11 @@ impl PackIndex {
         // SAFETY: git never rewrites an index in place (it writes a new file and renames it over the old one), so
         // the mapped bytes do not change under us; every read below is bounds-checked against the mapping's length.
         #[allow(unsafe_code)]
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(open_error)?;
+        let map = unsafe { SkewedMap::map(&file) }.map_err(open_error)?;
         Self::from_map(map, path.to_owned(), hash)
     }
 
-    fn from_map(map: memmap2::Mmap, path: PathBuf, hash: gix_hash::Kind) -> Result<PackIndex, IndexError> {
+    fn from_map(map: SkewedMap, path: PathBuf, hash: gix_hash::Kind) -> Result<PackIndex, IndexError> {
         let hash_len = hash.len_in_bytes();
         if map.len() < FAN_BYTES + 2 * hash_len {
             return Err(IndexError::TooSmall(path));

@@ -10,6 +10,7 @@ use std::fs::File;
 use std::path::Path;
 
 use super::pack_index::PackIndex;
+use super::skewed::SkewedMap;
 
 const SIGNATURE: &[u8] = b"RIDX";
 const VERSION: u32 = 1;
@@ -17,7 +18,7 @@ const HEADER: usize = 12;
 
 /// A pack's `.rev` file, mapped.
 pub(in crate::store) struct RevFile {
-    map: memmap2::Mmap,
+    map: SkewedMap,
     count: u32,
 }
 
@@ -32,7 +33,7 @@ impl RevFile {
         // one), so the mapped bytes do not change under us; every read below is bounds-checked against the
         // mapping's length, which is checked here to fit the object count.
         #[allow(unsafe_code)]
-        let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+        let map = unsafe { SkewedMap::map(&file) }.ok()?;
         let count = index.num_objects();
         let hash_len = hash.len_in_bytes();
         let hash_id = match hash {

@@ -18,10 +18,14 @@ use super::kind_memo::KindMemo;
 use super::pack_index::PackIndex;
 use super::rev_file::RevFile;
 use super::rev_index::{OffsetOrder, RevIndex};
+use super::skewed::SkewedMap;
 use super::sorted_offsets::SortedOffsets;
 use crate::store::IndexError;
 use crate::store::decode::{Inflater, inflatable};
 use crate::store::{Damage, PackError};
+
+/// A pack's data, mapped 1 MiB off a 2 MiB boundary (see [`super::skewed`]).
+type PackData = gix_pack::data::File<SkewedMap>;
 
 /// One entry of one pack, as the delta-base cache and cycle checks name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,7 +44,7 @@ pub(in crate::store) struct Pack {
     /// The mapped pack, or why it cannot be used (missing, unreadable, or not the pack its index describes),
     /// once something is read from it. An unusable pack still answers "is the object here?" so that damage is
     /// reported, not taken for absence.
-    data: OnceLock<Result<gix_pack::data::File, Arc<PackError>>>,
+    data: OnceLock<Result<PackData, Arc<PackError>>>,
     /// The entries that other entries of this pack are deltas against. Built in the background once the pack
     /// has served a few reads, so short streams never pay for it.
     delta_bases: OnceLock<DeltaBases>,
@@ -125,9 +129,9 @@ impl Pack {
 
     /// The pack data, mapped now if this is the first read, and checked against the index as git checks it at
     /// open (`open_packed_git`): the object count and the checksum.
-    fn mapped(&self) -> &Result<gix_pack::data::File, Arc<PackError>> {
+    fn mapped(&self) -> &Result<PackData, Arc<PackError>> {
         self.data.get_or_init(|| {
-            let data = gix_pack::data::File::at(&self.pack_path, self.hash).map_err(|err| {
+            let data = map_data(&self.pack_path, self.hash).map_err(|err| {
                 // Damage (a bad header) is an error; a file that is not there is a pack that is gone.
                 match std::fs::symlink_metadata(&self.pack_path) {
                     Err(gone) if gone.kind() == std::io::ErrorKind::NotFound => PackError::Gone(err),
@@ -187,7 +191,7 @@ impl Pack {
         Ok(self.data()?.pack_end() as u64)
     }
 
-    fn data(&self) -> Result<&gix_pack::data::File, Damage> {
+    fn data(&self) -> Result<&PackData, Damage> {
         self.mapped().as_ref().map_err(|why| Damage::Unusable(Arc::clone(why)))
     }
 
@@ -302,9 +306,13 @@ impl Pack {
         }
     }
 
-    /// Lets the pages of this pack's maps (index, `.rev`, data) leave the resident set: see [`super::resident`].
+    /// Lets the pages of this pack's maps (index, `.rev`, data) and of its kind memo leave the resident set: see
+    /// [`super::resident`]. The memo forgets what it held, as the repository's delta-base cache does at idle.
     pub(in crate::store) fn release_resident(&self) {
         super::resident::release(self.index.mapped());
+        if let Some(memo) = self.kind_memo.get() {
+            memo.release_resident();
+        }
         if let Some(Some(rev_file)) = self.rev_file.get() {
             super::resident::release(rev_file.mapped());
         }
@@ -436,10 +444,23 @@ impl Pack {
     }
 }
 
+/// Maps the pack at `path` as `gix_pack::data::File::at` does, with its message when the file cannot be mapped,
+/// but 1 MiB off a 2 MiB boundary ([`SkewedMap`]).
+fn map_data(path: &Path, hash: gix_hash::Kind) -> gix_error::Result<PackData> {
+    use gix_error::{ResultExt, message};
+    // SAFETY: git never rewrites a pack in place (a repack writes new packs and deletes old ones), so the mapped
+    // bytes do not change under us, as gix-pack's own `at` assumes.
+    #[allow(unsafe_code)]
+    let data = File::open(path)
+        .and_then(|file| unsafe { SkewedMap::map(&file) })
+        .or_raise(|| message!("Could not open pack data file at \"{}\"", path.display()))?;
+    gix_pack::data::File::from_data(data, path.to_owned(), hash)
+}
+
 /// `path` opened again for reading with `pread`, if it is still the pack `data` maps: the same length and trailing
 /// checksum. Reads that cover much of a pack go through such a handle rather than the mapping: pages read into a
 /// buffer stay in the page cache only, pages touched through the mapping stay in the process's resident set.
-fn reopen(path: &Path, data: &gix_pack::data::File) -> Option<File> {
+fn reopen(path: &Path, data: &PackData) -> Option<File> {
     let file = File::open(path).ok()?;
     if file.metadata().ok()?.len() != data.data_len() as u64 {
         return None;
@@ -471,7 +492,7 @@ pub(super) struct HeaderReader {
 
 impl HeaderReader {
     /// Opens `path` if it is still the pack `data` maps: the same length and trailing checksum.
-    fn open(path: &Path, data: &gix_pack::data::File) -> Option<HeaderReader> {
+    fn open(path: &Path, data: &PackData) -> Option<HeaderReader> {
         let file = reopen(path, data)?;
         Some(HeaderReader { file, end: data.pack_end() as u64, hash: data.object_hash(), buffer: Vec::new(), start: 0 })
     }

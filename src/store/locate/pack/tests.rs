@@ -184,3 +184,39 @@ fn the_base_scan_starts_after_some_reads() {
     }
     assert!(pack.is_delta_base(offsets[0]), "the scan ran in the background");
 }
+
+/// An idle repository's packs keep nothing their walks learnt: the kind memo (8 MiB of address space for a
+/// git.git-sized pack, a page resident for each chain walked) is emptied with the maps' pages.
+#[test]
+fn releasing_a_pack_empties_its_kind_memo() {
+    let entries: Vec<(ObjectId, Stored)> = (0..5000u32)
+        .map(|n| {
+            let data = format!("blob {n}\n").into_bytes();
+            (object_id(Kind::Blob, &data), Stored::Whole(Kind::Blob, data))
+        })
+        .collect();
+    let objects = Objects::new();
+    let (path, offsets) = objects.add_pack("many", &entries);
+    let pack = open(&path);
+    let remembered = |pack: &Pack| offsets.iter().filter(|&&offset| pack.kind_memo().get(offset).is_some()).count();
+    offsets.iter().for_each(|&offset| pack.kind_memo().put(offset, Kind::Blob));
+    let before = remembered(&pack);
+    assert!(before > 3000, "{before} of 5000 offsets remembered in 8192 slots");
+    pack.release_resident();
+    // Only the words that share a page with other memory at either end of the table (1022 at most) may stay.
+    let after = remembered(&pack);
+    assert!(after < 1023, "{after} still remembered");
+}
+
+/// A pack's data and index are mapped 1 MiB past a 2 MiB boundary, so that a read maps a few pages of the page
+/// cache's large folios into the process, not whole ones (see `skewed.rs`).
+#[test]
+fn a_packs_maps_start_1_mib_past_a_2_mib_boundary() {
+    let objects = Objects::new();
+    let (path, _) = objects.add_pack("a", &chain(&[b"one\n", b"one\ntwo\n"], true));
+    let pack = open(&path);
+    pack.data_end().expect("mapped by a first read");
+    let data = pack.data().expect("mapped").entry_slice(0..1).expect("the first byte");
+    assert_eq!(data.as_ptr() as usize % (2 << 20), 1 << 20, "the pack data");
+    assert_eq!(pack.index.mapped().as_ptr() as usize % (2 << 20), 1 << 20, "the index");
+}
