@@ -173,13 +173,10 @@ pub fn run<R: Read>(input: R, io: StreamIo<'_>, store: &Store, config: SessionCo
     let cache = config.cache.clone();
     let (engine_config, live, exits_after) = (config.engine, config.live.clone(), config.process_exits_after);
     let mut session = Session::new(io, store, cache.clone(), config);
-    let trees = Arc::clone(session.worker.trees.shared());
+    let trees = Arc::clone(&session.worker.trees);
     let (result, written) = std::thread::scope(|scope| {
         let output = Output::new(session.io.stdout).count_bytes_into(live);
-        let new_worker = || ReadWorker {
-            resolver: Resolver::sharing(cache.clone()),
-            trees: ls::LocalTrees::new(Arc::clone(&trees)),
-        };
+        let new_worker = || ReadWorker { resolver: Resolver::sharing(cache.clone()), trees: Arc::clone(&trees) };
         let mut engine = Engine::new(scope, output, engine_config, new_worker);
         let result = session.commands(&mut reader, &mut engine);
         let (written, stats) = engine.finish();
@@ -245,10 +242,7 @@ impl<'a> Session<'a> {
         Session {
             io,
             store,
-            worker: ReadWorker {
-                resolver: Resolver::sharing(cache),
-                trees: ls::LocalTrees::new(Arc::new(ls::TreeCache::default())),
-            },
+            worker: ReadWorker { resolver: Resolver::sharing(cache), trees: Arc::new(ls::TreeCache::default()) },
             settings,
             args: config.fast_import_args.clone(),
             seen_data_command: false,

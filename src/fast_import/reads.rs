@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::dataref::Dataref;
-use super::ls::{self, LocalTrees, LsError, LsOptions};
+use super::ls::{self, LsError, LsOptions, TreeCache};
 use super::objects::{StoreObjects, written_blob};
 use super::write_through::Reply;
 use super::{Session, SessionError, StreamEngine, command as request};
@@ -24,9 +24,8 @@ pub(crate) enum ReadJob<'s> {
 /// What each resolver thread (and the front end, for what it runs itself) reads with.
 pub(crate) struct ReadWorker {
     pub(super) resolver: Resolver,
-    /// A front of its own on the trees shared by every worker of the stream: random `ls` requests meet the same
-    /// trees on any thread.
-    pub(super) trees: LocalTrees,
+    /// Shared by every worker of the stream: random `ls` requests meet the same trees on any thread.
+    pub(super) trees: Arc<TreeCache>,
 }
 
 impl Job for ReadJob<'_> {
@@ -70,7 +69,7 @@ pub(crate) struct Ls<'s> {
 impl Ls<'_> {
     fn run(self, worker: &mut ReadWorker) -> Result<Response, SessionError> {
         let mut objects = StoreObjects { store: self.store, resolver: &mut worker.resolver };
-        match ls::answer(&self.line, self.start, &self.path_field, &mut objects, &mut worker.trees, &self.options) {
+        match ls::answer(&self.line, self.start, &self.path_field, &mut objects, &worker.trees, &self.options) {
             Ok(line) => Ok(Response::Line(line)),
             Err(LsError::Read(err)) => Err(err.into()),
             Err(err) => Err(err.into()),
@@ -137,10 +136,8 @@ impl<'a> Session<'a> {
             let job = Ls { store: self.store, line, start, path_field, options: ls_options };
             return Ok(engine.job(ReadJob::Ls(job), &mut self.worker, interactive)?);
         }
-        // This thread's walks (while git writes the stream, or its blobs are not in a pack) are the rare ones: the
-        // shared cache alone, behind a front of their own for the one request.
-        let mut trees = LocalTrees::new(Arc::clone(self.worker.trees.shared()));
-        match ls::ls(&line, arg, &mut self.objects(), &mut trees, &ls_options) {
+        let trees = Arc::clone(&self.worker.trees);
+        match ls::ls(&line, arg, &mut self.objects(), &trees, &ls_options) {
             Ok(response) => {
                 self.confirm_git()?;
                 Ok(engine.ready(Response::Line(response), Target::Main)?)

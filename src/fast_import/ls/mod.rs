@@ -23,7 +23,7 @@ use crate::git_compat::quote::{quote_c_style, unquote_c_style};
 use crate::git_compat::tree_entry::{self, S_IFDIR};
 use crate::store::{Kind, ObjectId, ReadError};
 use tree::Tree;
-pub(crate) use tree::{LocalTrees, TreeCache};
+pub(crate) use tree::TreeCache;
 
 /// Configuration git honours when answering `ls`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,7 +96,7 @@ pub(crate) fn ls(
     line: &[u8],
     arg: &[u8],
     objects: &mut dyn ObjectSource,
-    trees: &mut LocalTrees,
+    trees: &TreeCache,
     options: &LsOptions,
 ) -> Result<Vec<u8>, LsError> {
     let (start, path_field) = parse(line, arg, objects)?;
@@ -122,7 +122,7 @@ pub(crate) fn answer(
     start: ObjectId,
     path_field: &[u8],
     objects: &mut dyn ObjectSource,
-    trees: &mut LocalTrees,
+    trees: &TreeCache,
     options: &LsOptions,
 ) -> Result<Vec<u8>, LsError> {
     let root = peel_to_tree(line, start, objects, trees)?;
@@ -156,57 +156,31 @@ fn peel_to_tree(
     line: &[u8],
     start: ObjectId,
     objects: &mut dyn ObjectSource,
-    trees: &mut LocalTrees,
+    trees: &TreeCache,
 ) -> Result<Arc<Tree>, LsError> {
-    // A commit (or tag) this thread peeled before straight to a tree: one lookup. Both ids are checked against the
-    // stream's blobs, as the walk below checks each id it meets.
-    if !start.is_null()
-        && let Some(tree) = trees.peeled_tree(&start)
-        && !objects.written_by_stream(&start)
-        && !objects.written_by_stream(&tree.id)
-    {
-        return Ok(tree);
-    }
     let mut id = start;
     let mut peeled = HashSet::new();
     loop {
-        let tree = match peel_step(line, id, objects, trees)? {
-            Peeled::Tree(tree) => tree,
-            Peeled::To(next) => {
-                if !peeled.insert(id) {
-                    return Err(LsError::PeelCycle(line.to_vec()));
-                }
-                id = next;
-                continue;
-            }
-        };
-        if peeled.len() == 1 && peeled.contains(&start) {
-            trees.put_peeled_tree(&start, &tree);
+        // git's object lookup never finds the null id.
+        if id.is_null() {
+            return Err(LsError::ObjectNotFound(id));
         }
-        return Ok(tree);
-    }
-}
-
-/// One step of [`peel_to_tree`]: the tree `id` is, or the id the commit or tag `id` names, from the caches or
-/// read.
-fn peel_step(
-    line: &[u8],
-    id: ObjectId,
-    objects: &mut dyn ObjectSource,
-    trees: &mut LocalTrees,
-) -> Result<Peeled, LsError> {
-    // git's object lookup never finds the null id.
-    if id.is_null() {
-        return Err(LsError::ObjectNotFound(id));
-    }
-    // A stream blob is read as the stream has it; any other id is the same object whatever the stream does.
-    let cached = !objects.written_by_stream(&id);
-    if cached && let Some(tree) = trees.get(&id) {
-        return Ok(Peeled::Tree(tree));
-    }
-    match trees.peeled(&id).filter(|_| cached) {
-        Some(next) => Ok(Peeled::To(next)),
-        None => peel_once(line, id, objects, trees),
+        // A stream blob is read as the stream has it; any other id is the same object whatever the stream does.
+        let cached = !objects.written_by_stream(&id);
+        if cached && let Some(tree) = trees.get(&id) {
+            return Ok(tree);
+        }
+        let next = match trees.peeled(&id).filter(|_| cached) {
+            Some(next) => next,
+            None => match peel_once(line, id, objects, trees)? {
+                Peeled::Tree(tree) => return Ok(tree),
+                Peeled::To(next) => next,
+            },
+        };
+        if !peeled.insert(id) {
+            return Err(LsError::PeelCycle(line.to_vec()));
+        }
+        id = next;
     }
 }
 
@@ -217,12 +191,7 @@ enum Peeled {
 }
 
 /// Reads `id`: a tree is the end; a commit or tag names the next id (kept in `trees`).
-fn peel_once(
-    line: &[u8],
-    id: ObjectId,
-    objects: &mut dyn ObjectSource,
-    trees: &mut LocalTrees,
-) -> Result<Peeled, LsError> {
+fn peel_once(line: &[u8], id: ObjectId, objects: &mut dyn ObjectSource, trees: &TreeCache) -> Result<Peeled, LsError> {
     let hash = objects.object_hash();
     let object = objects.read(&id)?.ok_or(LsError::ObjectNotFound(id))?;
     let (offset, invalid): (usize, fn(Vec<u8>) -> LsError) = match object.kind {
@@ -269,7 +238,7 @@ fn tree_content_get(
     root: Arc<Tree>,
     path: &[u8],
     objects: &mut dyn ObjectSource,
-    trees: &mut LocalTrees,
+    trees: &TreeCache,
     ignore_case: bool,
 ) -> Result<Leaf, LsError> {
     let hash = objects.object_hash();
@@ -336,7 +305,7 @@ fn parsed(
     id: ObjectId,
     data: crate::store::Data,
     hash: gix_hash::Kind,
-    trees: &mut LocalTrees,
+    trees: &TreeCache,
 ) -> Result<Arc<Tree>, LsError> {
     let tree = Arc::new(Tree::parse(id, data, hash).map_err(|_| LsError::CorruptMode(id))?);
     trees.put(Arc::clone(&tree));
@@ -345,7 +314,7 @@ fn parsed(
 
 /// git's `load_tree` of a subtree: the null id is an empty tree; anything missing or not a tree cannot be
 /// loaded.
-fn load_tree(id: ObjectId, objects: &mut dyn ObjectSource, trees: &mut LocalTrees) -> Result<Arc<Tree>, LsError> {
+fn load_tree(id: ObjectId, objects: &mut dyn ObjectSource, trees: &TreeCache) -> Result<Arc<Tree>, LsError> {
     if id.is_null() {
         return Ok(Arc::new(Tree::null(id)));
     }

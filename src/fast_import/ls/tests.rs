@@ -67,11 +67,11 @@ impl Fake {
     fn ls_with(&mut self, line: &[u8], options: LsOptions) -> Result<Vec<u8>, LsError> {
         let arg = line.strip_prefix(b"ls ").expect("an ls line");
         // A cache that keeps nothing: each test sees every read.
-        ls(line, arg, self, &mut LocalTrees::new(Arc::new(TreeCache::new(0))), &options)
+        ls(line, arg, self, &TreeCache::new(0), &options)
     }
 
     /// The response for a line that must succeed, with `trees` kept between calls.
-    fn ok_cached(&mut self, line: &str, trees: &mut LocalTrees) -> String {
+    fn ok_cached(&mut self, line: &str, trees: &TreeCache) -> String {
         let arg = line.strip_prefix("ls ").expect("an ls line").as_bytes();
         let out = ls(line.as_bytes(), arg, self, trees, &LsOptions::default()).expect(line);
         String::from_utf8(out).expect("ASCII response")
@@ -558,17 +558,17 @@ fn messages_keep_invalid_utf8_visible() {
 #[test]
 fn trees_met_once_are_not_read_again() {
     let Repo { mut fake, deep, sub, dir, root, commit, y, .. } = repo();
-    let mut trees = LocalTrees::new(Arc::new(TreeCache::default()));
+    let trees = TreeCache::default();
     assert_eq!(
-        fake.ok_cached(&format!("ls {commit} dir/sub/deep"), &mut trees),
+        fake.ok_cached(&format!("ls {commit} dir/sub/deep"), &trees),
         format!("100644 blob {deep}\tdir/sub/deep\n")
     );
     assert_eq!(fake.reads, vec![commit, root, dir, sub]);
     fake.reads.clear();
-    assert_eq!(fake.ok_cached(&format!("ls {commit} dir/y"), &mut trees), format!("100644 blob {y}\tdir/y\n"));
+    assert_eq!(fake.ok_cached(&format!("ls {commit} dir/y"), &trees), format!("100644 blob {y}\tdir/y\n"));
     assert!(fake.reads.is_empty(), "neither the commit nor its trees are read again: {:?}", fake.reads);
     fake.reads.clear();
-    assert_eq!(fake.ok_cached(&format!("ls {dir} sub/deep"), &mut trees), format!("100644 blob {deep}\tsub/deep\n"));
+    assert_eq!(fake.ok_cached(&format!("ls {dir} sub/deep"), &trees), format!("100644 blob {deep}\tsub/deep\n"));
     assert!(fake.reads.is_empty(), "a tree named directly is found by id too");
 }
 
@@ -577,17 +577,17 @@ fn a_stream_blob_is_never_taken_from_the_tree_cache() {
     // Only a hash collision or a replace ref could give a stream blob a cached tree's id; the stream's view
     // (the blob) wins all the same, as it does without a cache.
     let Repo { mut fake, dir, root, .. } = repo();
-    let mut trees = LocalTrees::new(Arc::new(TreeCache::default()));
-    fake.ok_cached(&format!("ls {root} dir/y"), &mut trees);
+    let trees = TreeCache::default();
+    fake.ok_cached(&format!("ls {root} dir/y"), &trees);
     fake.stream.insert(dir);
     fake.reads.clear();
     let line = format!("ls {root} dir/y");
     let arg = line.strip_prefix("ls ").unwrap().as_bytes();
-    let err = ls(line.as_bytes(), arg, &mut fake, &mut trees, &LsOptions::default()).unwrap_err();
+    let err = ls(line.as_bytes(), arg, &mut fake, &trees, &LsOptions::default()).unwrap_err();
     assert_eq!(err.to_string(), format!("not a tree: {dir}"));
     fake.stream.insert(root);
     fake.reads.clear();
-    let _ = ls(line.as_bytes(), arg, &mut fake, &mut trees, &LsOptions::default());
+    let _ = ls(line.as_bytes(), arg, &mut fake, &trees, &LsOptions::default());
     assert_eq!(fake.reads, vec![root], "read as the stream has it, not from the cache");
 }
 
@@ -595,18 +595,18 @@ fn a_stream_blob_is_never_taken_from_the_tree_cache() {
 fn peeling_steps_are_kept_but_never_for_a_stream_blob() {
     let Repo { mut fake, file, root, commit, .. } = repo();
     let tag = fake.tag(commit, "commit");
-    let mut trees = LocalTrees::new(Arc::new(TreeCache::default()));
-    fake.ok_cached(&format!("ls {tag} file"), &mut trees);
+    let trees = TreeCache::default();
+    fake.ok_cached(&format!("ls {tag} file"), &trees);
     assert_eq!(fake.reads, vec![tag, commit, root]);
     fake.reads.clear();
-    assert_eq!(fake.ok_cached(&format!("ls {tag} file"), &mut trees), format!("100644 blob {file}\tfile\n"));
+    assert_eq!(fake.ok_cached(&format!("ls {tag} file"), &trees), format!("100644 blob {file}\tfile\n"));
     assert!(fake.reads.is_empty(), "tag and commit peeled from the cache: {:?}", fake.reads);
     // Were the commit's id a stream blob's, the stream's blob is what git reads.
     fake.stream.insert(commit);
     fake.objects.insert(commit, Object { kind: Kind::Blob, data: Data::new(b"blob".to_vec()) });
     let line = format!("ls {tag} file");
     let arg = line.strip_prefix("ls ").unwrap().as_bytes();
-    let err = ls(line.as_bytes(), arg, &mut fake, &mut trees, &LsOptions::default()).unwrap_err();
+    let err = ls(line.as_bytes(), arg, &mut fake, &trees, &LsOptions::default()).unwrap_err();
     assert_eq!(err.to_string(), format!("not a tree-ish: {line}"));
 }
 
@@ -618,63 +618,11 @@ fn a_peeling_cycle_is_found_through_the_cache_too() {
     let tag = |target: ObjectId| Object { kind: Kind::Tag, data: Data::new(format!("object {target}\n").into_bytes()) };
     fake.objects.insert(a, tag(b));
     fake.objects.insert(b, tag(a));
-    let mut trees = LocalTrees::new(Arc::new(TreeCache::default()));
+    let trees = TreeCache::default();
     let line = format!("ls {a} x");
     let arg = line.strip_prefix("ls ").unwrap().as_bytes();
     for _ in 0..2 {
-        let err = ls(line.as_bytes(), arg, &mut fake, &mut trees, &LsOptions::default()).unwrap_err();
+        let err = ls(line.as_bytes(), arg, &mut fake, &trees, &LsOptions::default()).unwrap_err();
         assert!(matches!(err, LsError::PeelCycle(_)), "{err}");
     }
-}
-
-/// A thread's front maps a commit to its root tree in one lookup; each use checks the commit and the tree
-/// against the stream's blobs, as a walk without it does.
-#[test]
-fn a_commit_peeled_once_is_a_root_tree_in_front_but_never_for_a_stream_blob() {
-    let Repo { mut fake, file, root, commit, .. } = repo();
-    let mut trees = LocalTrees::new(Arc::new(TreeCache::default()));
-    fake.ok_cached(&format!("ls {commit} file"), &mut trees);
-    assert_eq!(fake.reads, vec![commit, root]);
-    fake.reads.clear();
-    assert_eq!(fake.ok_cached(&format!("ls {commit} file"), &mut trees), format!("100644 blob {file}\tfile\n"));
-    assert!(fake.reads.is_empty(), "commit and root tree from the front: {:?}", fake.reads);
-    let line = format!("ls {commit} file");
-    let arg = line.strip_prefix("ls ").unwrap().as_bytes();
-    fake.stream.insert(root);
-    let _ = ls(line.as_bytes(), arg, &mut fake, &mut trees, &LsOptions::default());
-    assert_eq!(fake.reads, vec![root], "the root read as the stream has it, not from the front");
-    fake.stream.insert(commit);
-    fake.objects.insert(commit, Object { kind: Kind::Blob, data: Data::new(b"blob".to_vec()) });
-    let err = ls(line.as_bytes(), arg, &mut fake, &mut trees, &LsOptions::default()).unwrap_err();
-    assert_eq!(err.to_string(), format!("not a tree-ish: {line}"));
-}
-
-/// A directory entry that names a commit cannot be loaded as a tree, even once the front maps that commit to its
-/// root tree.
-#[test]
-fn a_commit_in_front_is_not_a_tree_to_descend_into() {
-    let Repo { mut fake, commit, .. } = repo();
-    let odd = fake.tree(&[("40000", b"sub", commit)]);
-    let mut trees = LocalTrees::new(Arc::new(TreeCache::default()));
-    fake.ok_cached(&format!("ls {commit} file"), &mut trees);
-    let line = format!("ls {odd} sub/file");
-    let arg = line.strip_prefix("ls ").unwrap().as_bytes();
-    let err = ls(line.as_bytes(), arg, &mut fake, &mut trees, &LsOptions::default()).unwrap_err();
-    assert_eq!(err.to_string(), format!("can't load tree {commit}"));
-    assert_eq!(fake.ok_cached(&format!("ls {commit} dir"), &mut trees).split_once('\t').unwrap().1, "dir\n");
-}
-
-/// Threads share what they read: a tree one thread read is found by another without reading it again.
-#[test]
-fn threads_fronts_share_the_trees_behind_them() {
-    let Repo { mut fake, root, commit, dir, .. } = repo();
-    let shared = Arc::new(TreeCache::default());
-    let (mut one, mut two) = (LocalTrees::new(Arc::clone(&shared)), LocalTrees::new(shared));
-    fake.ok_cached(&format!("ls {commit} dir/y"), &mut one);
-    fake.reads.clear();
-    fake.ok_cached(&format!("ls {commit} dir/y"), &mut two);
-    assert!(fake.reads.is_empty(), "the commit's step and the trees from the shared cache: {:?}", fake.reads);
-    fake.reads.clear();
-    fake.ok_cached(&format!("ls {root} dir/y"), &mut two);
-    assert!(fake.reads.is_empty() && two.get(&dir).is_some());
 }

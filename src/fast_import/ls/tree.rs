@@ -132,8 +132,6 @@ impl Tree {
 pub(crate) struct TreeCache {
     lru: Mutex<Lru>,
     steps: Mutex<LruCache<ObjectId, ObjectId>>,
-    /// The byte cap of `lru`, fixed: read without the lock.
-    capacity: usize,
 }
 
 struct Lru {
@@ -149,7 +147,7 @@ impl TreeCache {
         let lru = Lru { trees: LruCache::unbounded(), bytes: 0, capacity, hits: 0, misses: 0 };
         // Unbounded (capped by hand in `put_peeled`): `LruCache::new` would allocate room for every step at once,
         // in every stream, `ls` or not.
-        TreeCache { lru: Mutex::new(lru), steps: Mutex::new(LruCache::unbounded()), capacity }
+        TreeCache { lru: Mutex::new(lru), steps: Mutex::new(LruCache::unbounded()) }
     }
 
     fn steps(&self) -> MutexGuard<'_, LruCache<ObjectId, ObjectId>> {
@@ -163,7 +161,7 @@ impl TreeCache {
 
     /// Keeps the id a commit or tag names, unless the cache keeps nothing at all.
     pub(super) fn put_peeled(&self, id: ObjectId, next: ObjectId) {
-        if self.capacity == 0 {
+        if self.lock().capacity == 0 {
             return;
         }
         let mut steps = self.steps();
@@ -212,113 +210,6 @@ impl TreeCache {
     pub(super) fn hit_counts(&self) -> (u64, u64) {
         let lru = self.lock();
         (lru.hits, lru.misses)
-    }
-}
-
-/// Slots of a thread's [`LocalTrees`]: a power of two. A walk over a few dozen commits comes back to their root
-/// trees and upper directories at every request; the deeper trees, met once or twice, come and go. Few slots, so
-/// that the array stays in cache: with 4,096 (196 KB a thread) half of a lookup's time was the miss on its slot,
-/// and the front cost more than the shared cache it stands before.
-const FRONT_SLOTS: usize = 512;
-
-/// One slot of a [`LocalTrees`]: the tree `id` names, or (`peeled`) the tree the commit or tag `id` names.
-struct Slot {
-    id: ObjectId,
-    peeled: bool,
-    tree: Arc<Tree>,
-}
-
-/// A thread's view of the stream's [`TreeCache`]: a front of its own, direct-mapped by id, without a lock nor
-/// recency lists, in front of the shared cache. small-A's 10,000 `ls` made ~60,000 lookups, each a shared
-/// mutex (two threads taking turns) and an LRU probe and relink: 8% of the time. The front also maps a commit
-/// to its root tree in one lookup, where the shared cache takes three (commit as tree, the step, the tree).
-///
-/// What the front holds is also counted against a quarter of the shared cap, so the trees it keeps alive after
-/// the shared cache dropped them stay bounded.
-pub(crate) struct LocalTrees {
-    shared: Arc<TreeCache>,
-    /// Empty until the first tree is kept: streams without `ls` pay nothing.
-    slots: Vec<Option<Slot>>,
-    bytes: usize,
-}
-
-impl LocalTrees {
-    pub(crate) fn new(shared: Arc<TreeCache>) -> LocalTrees {
-        LocalTrees { shared, slots: Vec::new(), bytes: 0 }
-    }
-
-    /// The cache shared by every thread of the stream.
-    pub(crate) fn shared(&self) -> &Arc<TreeCache> {
-        &self.shared
-    }
-
-    /// Object ids are uniformly distributed: their first bytes are as good as a hash.
-    fn slot(id: &oid) -> usize {
-        let first = id.as_bytes().first_chunk::<8>().copied().unwrap_or_default();
-        u64::from_le_bytes(first) as usize & (FRONT_SLOTS - 1)
-    }
-
-    fn front(&self, id: &oid, peeled: bool) -> Option<&Arc<Tree>> {
-        match self.slots.get(Self::slot(id))? {
-            Some(slot) if slot.id == id && slot.peeled == peeled => Some(&slot.tree),
-            _ => None,
-        }
-    }
-
-    /// The tree `id`: from this thread's front, else from the shared cache (and then kept in front).
-    pub(super) fn get(&mut self, id: &oid) -> Option<Arc<Tree>> {
-        if let Some(tree) = self.front(id, false) {
-            return Some(Arc::clone(tree));
-        }
-        let tree = self.shared.get(id)?;
-        self.remember(id, false, &tree);
-        Some(tree)
-    }
-
-    /// The tree the commit or tag `id` names directly, if this thread peeled it before.
-    pub(super) fn peeled_tree(&self, id: &oid) -> Option<Arc<Tree>> {
-        self.front(id, true).cloned()
-    }
-
-    /// Keeps that the commit or tag `id` names `tree` directly.
-    pub(super) fn put_peeled_tree(&mut self, id: &oid, tree: &Arc<Tree>) {
-        self.remember(id, true, tree);
-    }
-
-    /// Keeps `tree`, in the shared cache and in front.
-    pub(super) fn put(&mut self, tree: Arc<Tree>) {
-        self.remember(&tree.id, false, &tree);
-        self.shared.put(tree);
-    }
-
-    /// See [`TreeCache::peeled`].
-    pub(super) fn peeled(&self, id: &oid) -> Option<ObjectId> {
-        self.shared.peeled(id)
-    }
-
-    /// See [`TreeCache::put_peeled`].
-    pub(super) fn put_peeled(&self, id: ObjectId, next: ObjectId) {
-        self.shared.put_peeled(id, next)
-    }
-
-    /// Puts `tree` in the slot of `id`, in place of what was there, unless that would take the front past its
-    /// cap (or the cache keeps nothing).
-    fn remember(&mut self, id: &oid, peeled: bool, tree: &Arc<Tree>) {
-        let cap = self.shared.capacity / 4;
-        if cap == 0 {
-            return;
-        }
-        if self.slots.is_empty() {
-            self.slots.resize_with(FRONT_SLOTS, || None);
-        }
-        let at = Self::slot(id);
-        let old = self.slots[at].as_ref().map_or(0, |slot| slot.tree.bytes());
-        let bytes = self.bytes - old + tree.bytes();
-        if bytes > cap {
-            return;
-        }
-        self.bytes = bytes;
-        self.slots[at] = Some(Slot { id: id.to_owned(), peeled, tree: Arc::clone(tree) });
     }
 }
 
@@ -429,40 +320,6 @@ pub(super) mod tests {
         cache.put(Arc::clone(&c));
         cache.put(Arc::clone(&a));
         assert!(cache.get(&a.id).is_some() && cache.get(&c.id).is_some());
-    }
-
-    /// A front holds one tree per slot, the last put there, and no more bytes than a quarter of the shared cap;
-    /// what it does not hold comes from the shared cache.
-    #[test]
-    fn a_front_keeps_one_tree_a_slot_within_a_quarter_of_the_cap() {
-        let names: Vec<Vec<u8>> = (0..40).map(|i| format!("name{i}").into_bytes()).collect();
-        let trees: Vec<Arc<Tree>> =
-            names.iter().map(|n| tree(&[("100644", &n[..], blob(1)), ("100644", b"x", blob(2))])).collect();
-        let shared = Arc::new(TreeCache::new(trees[0].bytes() * 40));
-        let mut local = LocalTrees::new(Arc::clone(&shared));
-        for t in &trees {
-            local.put(Arc::clone(t));
-        }
-        let in_front = trees.iter().filter(|t| local.front(&t.id, false).is_some()).count();
-        assert!((1..=10).contains(&in_front), "a quarter of 40 trees' bytes at most: {in_front}");
-        assert!(local.bytes <= shared.capacity / 4);
-        assert!(trees.iter().all(|t| local.get(&t.id).is_some()), "the rest from the shared cache");
-        assert!(local.front(&trees[0].id, true).is_none(), "a tree is not a peeled commit");
-        // Two ids of one slot: the later one takes it.
-        let same_slot = |t: &Arc<Tree>| LocalTrees::slot(&t.id) == LocalTrees::slot(&trees[0].id);
-        let mut local = LocalTrees::new(Arc::new(TreeCache::default()));
-        let other = (0..10_000)
-            .map(|i| tree(&[("100644", format!("n{i}").as_bytes(), blob(1))]))
-            .find(same_slot)
-            .expect("one id in FRONT_SLOTS shares the slot");
-        local.put(Arc::clone(&trees[0]));
-        local.put(Arc::clone(&other));
-        assert!(local.front(&trees[0].id, false).is_none() && local.front(&other.id, false).is_some());
-        assert_eq!(local.bytes, other.bytes());
-        let nothing = TreeCache::new(0);
-        let mut local = LocalTrees::new(Arc::new(nothing));
-        local.put(Arc::clone(&trees[0]));
-        assert!(local.get(&trees[0].id).is_none(), "a cache that keeps nothing has no front either");
     }
 
     #[test]
