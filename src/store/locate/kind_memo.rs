@@ -15,8 +15,11 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::store::Kind;
 
-/// Slots: a power of two near the pack's object count, within these bounds (8 bytes each: 8 MiB at most).
-const MIN_SLOTS: usize = 1 << 10;
+/// Slots: a power of two near the pack's object count, within these bounds (8 bytes each: 8 MiB at most). Small
+/// packs get small memos: a `--root` daemon keeps a memo for every pack of every open repository, and a forge's
+/// many small repositories of a few packs each held 8 KiB a pack at 1,024 slots, part of which stays on the heap
+/// through idle (a memo smaller than a page shares its pages with other allocations).
+const MIN_SLOTS: usize = 1 << 6;
 const MAX_SLOTS: usize = 1 << 20;
 
 /// Types a memo is told after [`KindMemo::release_resident`] before it is used again (see `dormant`).
@@ -176,5 +179,7 @@ mod tests {
     fn slots_follow_the_object_count_within_bounds() {
         assert_eq!(KindMemo::new(3000).slots.len(), 4096);
         assert_eq!(KindMemo::new(u32::MAX).slots.len(), MAX_SLOTS);
+        // A small repository's pack (forge-node's: 42 objects) holds half a KiB, not 8.
+        assert_eq!(KindMemo::new(42).slots.len(), 64);
     }
 }
