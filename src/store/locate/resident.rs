@@ -11,13 +11,7 @@ use rustix::mm::{Advice, madvise};
 
 /// Drops the page-table entries of the whole pages inside `mapped`, a read-only mapping of a file.
 pub(in crate::store) fn release(mapped: &[u8]) {
-    let page = page_size();
-    let start = mapped.as_ptr() as usize;
-    let first = start.next_multiple_of(page);
-    let end = (start + mapped.len()) / page * page;
-    if end <= first {
-        return;
-    }
+    let Some((first, end)) = whole_pages(mapped.as_ptr() as usize, mapped.len()) else { return };
     // SAFETY: `[first, end)` lies inside `mapped`, which the caller borrows, so it is mapped for the whole call.
     // Every caller passes a read-only mapping of a file (an index, a `.rev` or a pack, mapped with PROT_READ):
     // no page of it was ever written, so MADV_DONTNEED only removes page-table entries, and the next read faults
@@ -37,13 +31,7 @@ pub(in crate::store) fn release(mapped: &[u8]) {
 /// written; a `--root` daemon kept each idle repository's, 8 MiB of address space and 0.1–1 MiB resident for a
 /// git.git copy, never given back until the repository closed.
 pub(in crate::store) fn empty(words: &[AtomicU64]) {
-    let page = page_size();
-    let start = words.as_ptr() as usize;
-    let first = start.next_multiple_of(page);
-    let end = (start + std::mem::size_of_val(words)) / page * page;
-    if end <= first {
-        return;
-    }
+    let Some((first, end)) = whole_pages(words.as_ptr() as usize, std::mem::size_of_val(words)) else { return };
     // SAFETY: `[first, end)` is whole pages inside `words`, which the caller borrows, so they stay mapped for the
     // whole call and hold nothing but these words (an allocation's bytes hold none of the allocator's own data).
     // `words` is heap memory, so private anonymous pages: after MADV_DONTNEED they read back as zero-filled pages
@@ -55,6 +43,13 @@ pub(in crate::store) fn empty(words: &[AtomicU64]) {
     let result = unsafe { madvise(first as *mut std::ffi::c_void, end - first, Advice::LinuxDontNeed) };
     // Failing only leaves the words as they were: still valid, still resident.
     let _ = result;
+}
+
+/// The whole pages inside the `len` bytes at `start`, as `[first, end)` addresses; `None` when there is none.
+fn whole_pages(start: usize, len: usize) -> Option<(usize, usize)> {
+    let page = page_size();
+    let (first, end) = (start.next_multiple_of(page), (start + len) / page * page);
+    (first < end).then_some((first, end))
 }
 
 /// The system's page size. Not `rustix::param::page_size`: its first call checks the vDSO's ELF header, which
@@ -94,8 +89,7 @@ mod tests {
     /// Pages of `bytes` resident in this process (`mincore`, which sees anonymous pages too).
     fn resident_pages_of(bytes: &[u8]) -> usize {
         let page = super::page_size();
-        let start = (bytes.as_ptr() as usize).next_multiple_of(page);
-        let end = (bytes.as_ptr() as usize + bytes.len()) / page * page;
+        let (start, end) = super::whole_pages(bytes.as_ptr() as usize, bytes.len()).expect("whole pages");
         let mut vec = vec![0u8; (end - start) / page];
         // SAFETY: `[start, end)` lies inside `bytes`, mapped while borrowed; `vec` has one byte per page of it.
         #[allow(unsafe_code)]

@@ -333,14 +333,14 @@ impl Pack {
     /// before the deltas built on it, often thousands of requests earlier. Until the scan is done, nothing
     /// counts (only chain roots are kept).
     pub(in crate::store) fn is_delta_base(&self, offset: u64) -> bool {
-        self.pending_deltas(offset).is_some_and(|pending| pending.load(Ordering::Relaxed) > 0)
+        self.deltas_waiting(offset) == Some(true)
     }
 
     /// Whether deltas of this pack still wait for the entry at `offset`, once the scan of delta bases has run;
     /// `None` before it: then nothing is known.
     pub(in crate::store) fn deltas_waiting(&self, offset: u64) -> Option<bool> {
-        let bases = self.delta_bases.get()?;
-        Some(bases.offsets.position(offset).is_some_and(|at| bases.pending[at].load(Ordering::Relaxed) > 0))
+        self.delta_bases.get()?;
+        Some(self.pending_deltas(offset).is_some_and(|pending| pending.load(Ordering::Relaxed) > 0))
     }
 
     /// Whether reads `spacing` bytes of the pack apart read most of its entries: at most [`SPARSE_SPACING`]
