@@ -76,9 +76,8 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         EngineConfig {
-            threads,
+            threads: cores(),
             window: 256,
             window_bytes: 64 << 20,
             batch_bytes: PIPE_SIZE,
@@ -88,6 +87,14 @@ impl Default for EngineConfig {
             jobs_per_hand_off: 16,
         }
     }
+}
+
+/// The cores this process may run on, asked once: the standard library reads `/proc/self/cgroup` and the cgroup's
+/// CPU quota files each time (about ten system calls), and a `--root` daemon builds a configuration for every
+/// repository it opens.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
 
 /// [`EngineConfig::inline_requests`] in the daemon. Starting three threads and joining them costs more than

@@ -107,13 +107,18 @@ impl<'fd> FdSink<'fd> {
     pub fn grow_pipe(&self, size: usize) -> Option<usize> {
         let fd = self.fd().ok()?;
         let current = rustix::pipe::fcntl_getpipe_size(fd).ok()?;
-        let max = std::fs::read_to_string("/proc/sys/fs/pipe-max-size").ok().and_then(|s| s.trim().parse().ok());
-        let wanted = size.min(max.unwrap_or(size));
+        let wanted = size.min(pipe_max_size().unwrap_or(size));
         if current >= wanted {
             return Some(current);
         }
         rustix::pipe::fcntl_setpipe_size(fd, wanted).ok().or(Some(current))
     }
+}
+
+/// `/proc/sys/fs/pipe-max-size`, read once: a daemon grows the pipe of every connection it serves.
+fn pipe_max_size() -> Option<usize> {
+    static MAX: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| std::fs::read_to_string("/proc/sys/fs/pipe-max-size").ok().and_then(|s| s.trim().parse().ok()))
 }
 
 impl Sink for FdSink<'_> {
