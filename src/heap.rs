@@ -9,25 +9,42 @@
 //! address) that glibc otherwise makes writable a few pages at a time, one `mprotect` per growth, which no huge
 //! page fits in; with the pad its first heap is writable whole. (2) `madvise(MADV_HUGEPAGE)` of that heap, since
 //! THP is `madvise` on the machines measured. small-A, 20,000 blobs in pack order: page faults 30.8k → 2.5k,
-//! task-clock −12% (benches/README.md, "issue 28, branch reads4").
+//! CPU −7 to −19% over reads in every order and `ls` (benches/README.md, "issue 28, branch reads4").
 //!
-//! Only for one stream per process (`cat-blobd` reading stdin, `cat-file`, the shim), never the daemon: the pad
-//! also makes glibc keep up to 64 MiB of freed memory at the top of each arena instead of returning it, which a
-//! daemon's idle memory must not hold.
+//! Only for one stream per process (`cat-blobd` reading stdin, `cat-file`, the shim), and only once it proves
+//! long (its resolver threads start): never the daemon, where the pad would make glibc keep up to 64 MiB of freed
+//! memory at the top of each arena instead of returning it, which its idle memory must not hold.
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// glibc's `HEAP_MAX_SIZE` on 64-bit targets (2 × `DEFAULT_MMAP_THRESHOLD_MAX`): the size and alignment of a
 /// thread arena's heap.
 const ARENA_HEAP: usize = 64 << 20;
 
-/// Whether [`for_one_stream`] configured the heap, so that resolver threads advise theirs.
+/// Whether this process runs one stream ([`for_one_stream`]).
+static ONE_STREAM: AtomicBool = AtomicBool::new(false);
+
+/// Whether [`before_resolvers`] configured the heap, so that resolver threads advise theirs.
 static HUGE_ARENAS: AtomicBool = AtomicBool::new(false);
 
-/// Sets glibc's malloc up for one stream per process, before any thread starts. Explicit values for all three
-/// thresholds: setting any one of them turns off glibc's dynamic mmap threshold, so each is set to where that
-/// rule would take it for large blobs (mmap only from 32 MiB, the largest glibc allows, and trim from twice that),
-/// rather than leaving every blob over 128 KiB to an `mmap` of its own, faulted page by page and unmapped at free.
+/// Notes that this process runs one stream; the heap is set up only if it proves long ([`before_resolvers`]).
+/// Costs nothing at start-up.
 pub fn for_one_stream() {
+    ONE_STREAM.store(true, Ordering::Relaxed);
+}
+
+/// Sets glibc's malloc up for the resolver threads about to start, once, in a process that runs one stream, and
+/// only where the pad cannot make an allocation fail: each arena's first heap is then 64 MiB of private writable
+/// memory at once, which counts in full against `RLIMIT_DATA` (`ulimit -d`) and, under strict overcommit
+/// (`vm.overcommit_memory` = 2), against the commit limit.
+///
+/// Explicit values for all three thresholds: setting any one of them turns off glibc's dynamic mmap threshold,
+/// so each is set to where that rule would take it for large blobs (mmap only from 32 MiB, the largest glibc
+/// allows, and trim from twice that), rather than leaving every blob over 128 KiB to an `mmap` of its own, faulted
+/// page by page and unmapped at free.
+pub(crate) fn before_resolvers() {
+    if !ONE_STREAM.swap(false, Ordering::Relaxed) || !room_for_whole_heaps() {
+        return;
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
     {
         let settings = [
@@ -38,7 +55,8 @@ pub fn for_one_stream() {
         for (param, value) in settings {
             #[allow(unsafe_code)]
             // SAFETY: `mallopt` takes any parameter and value (an unknown one is refused with 0); these only tune
-            // when malloc asks the kernel for memory and gives it back, never what an allocation returns.
+            // when malloc asks the kernel for memory and gives it back, never what an allocation returns. glibc
+            // takes its lock for the change; threads reading the old values meanwhile are only tuned later.
             let set = unsafe { libc::mallopt(param, value as libc::c_int) };
             if set == 0 {
                 return;
@@ -48,7 +66,16 @@ pub fn for_one_stream() {
     }
 }
 
-/// Asks for huge pages on the calling thread's arena heap, if [`for_one_stream`] configured the heap: called once
+/// No data-segment limit below 1 GiB, and no strict overcommit.
+fn room_for_whole_heaps() -> bool {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Data).current;
+    if limit.is_some_and(|bytes| bytes < 1 << 30) {
+        return false;
+    }
+    std::fs::read("/proc/sys/vm/overcommit_memory").map_or(true, |mode| !mode.starts_with(b"2"))
+}
+
+/// Asks for huge pages on the calling thread's arena heap, if [`before_resolvers`] configured the heap: called once
 /// by each resolver thread as it starts, whose allocations (the results it builds and the cache keeps) live there.
 pub(crate) fn advise_thread_arena() {
     if !HUGE_ARENAS.load(Ordering::Relaxed) {
@@ -99,6 +126,7 @@ mod tests {
     #[test]
     fn a_resolver_threads_arena_is_advised_for_huge_pages() {
         for_one_stream();
+        before_resolvers();
         assert!(HUGE_ARENAS.load(Ordering::Relaxed), "glibc took the settings");
         let flags = std::thread::spawn(|| {
             advise_thread_arena();
