@@ -19,7 +19,7 @@
 //! shim/          the binary run as `git`       (cat-file and fast-import here, the rest to the real git)
 //! settings.rs    flags, environment and config read once into what every stream starts from
 //! config/        git's configuration: the keys cat-blobd reads, `GIT_CONFIG_PARAMETERS`
-//! heap.rs        the heap of a one-shot stream: whole arenas in huge pages
+//! heap.rs        the heap of a one-shot stream: each arena writable whole at once
 //! git_compat/    leaf helpers that copy git's C behaviour (and git's tree-entry reader, and its dates: approxidate)
 //! ```
 //!

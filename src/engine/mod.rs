@@ -391,7 +391,6 @@ fn run_jobs<J: Job>(
     finished: Sender<Vec<Finished<J::Error>>>,
     batch_bytes: usize,
 ) {
-    crate::heap::advise_thread_arena();
     for batch in jobs {
         let mut done = Vec::with_capacity(batch.len());
         let mut bytes = 0;
