@@ -60,7 +60,7 @@ fn run_main() -> u8 {
     }
     let mut args = argv.peekable();
     let mode = cli::Mode::of(args.peek());
-    // One stream per process: its resolvers' heaps in huge pages. Not the daemon's (see `heap`).
+    // One stream per process: its resolver arenas get whole heaps once it proves long. Not the daemon (see `heap`).
     if matches!(mode, cli::Mode::Stream | cli::Mode::CatFile) {
         heap::for_one_stream();
     }
