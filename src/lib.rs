@@ -19,6 +19,7 @@
 //! shim/          the binary run as `git`       (cat-file and fast-import here, the rest to the real git)
 //! settings.rs    flags, environment and config read once into what every stream starts from
 //! config/        git's configuration: the keys cat-blobd reads, `GIT_CONFIG_PARAMETERS`
+//! heap.rs        the heap of a one-shot stream: each arena writable whole at once
 //! git_compat/    leaf helpers that copy git's C behaviour (and git's tree-entry reader, and its dates: approxidate)
 //! ```
 //!
@@ -37,6 +38,7 @@ pub mod fast_import;
 pub mod fatal;
 pub mod fuzzing;
 pub mod git_compat;
+pub mod heap;
 pub mod io;
 pub mod quota;
 pub mod refs;

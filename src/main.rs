@@ -12,7 +12,7 @@ use clap::error::ErrorKind;
 use cat_blobd::fast_import::{self, StreamIo};
 use cat_blobd::fatal::print_fatal;
 use cat_blobd::settings::{self, Assembled, Environment, Use};
-use cat_blobd::{cat_file, cli, shim};
+use cat_blobd::{cat_file, cli, heap, shim};
 
 /// The C entry point, in place of the one std generates around `fn main`, to skip std's start-up work that
 /// `cat-blobd` does not need and that costs a `connect` (a process per stream) about a fifth of its start-up
@@ -54,11 +54,17 @@ fn run_main() -> u8 {
     let mut argv = std::env::args_os();
     let argv0 = argv.next().unwrap_or_default();
     if shim::invoked_as_git(&argv0) {
+        heap::for_one_stream();
         restore_sigpipe();
         return shim::main(&argv0, &argv.collect::<Vec<_>>());
     }
     let mut args = argv.peekable();
-    match cli::Mode::of(args.peek()) {
+    let mode = cli::Mode::of(args.peek());
+    // One stream per process: its resolver arenas get whole heaps once it proves long. Not the daemon (see `heap`).
+    if matches!(mode, cli::Mode::Stream | cli::Mode::CatFile) {
+        heap::for_one_stream();
+    }
+    match mode {
         cli::Mode::Stream => {}
         cli::Mode::CatFile => {
             restore_sigpipe();

@@ -205,6 +205,8 @@ where
     ) -> Self {
         let shared = Arc::new(Shared { window: Mutex::default(), changed: Condvar::new(), output: Mutex::new(output) });
         let start_threads: StartThreads<'scope, J> = Box::new(move |shared: &Arc<Shared<'scope>>| {
+            // A one-shot process: its resolvers' arenas writable whole (see `heap`).
+            crate::heap::before_resolvers();
             let (jobs, job_queue) = crossbeam_channel::unbounded::<Vec<(u64, J)>>();
             let (finished, results) = crossbeam_channel::unbounded::<Vec<Finished<J::Error>>>();
             for _ in 0..config.threads.max(1) {

@@ -83,7 +83,11 @@ pub(crate) fn apply_into(base: &[u8], delta: &[u8], limit: u64, out: &mut Vec<u8
     }
     let instructions = &delta[pos..];
     out.clear();
-    out.reserve((size as usize).min(instructions.len().saturating_mul(0x10000)));
+    let capacity = (size as usize).min(instructions.len().saturating_mul(0x10000));
+    if out.capacity() < capacity {
+        // A new buffer rather than a grown one: growing would copy the old bytes, none of which are wanted.
+        *out = Vec::with_capacity(capacity);
+    }
     let mut pos = 0;
     while let Some(&cmd) = instructions.get(pos) {
         pos += 1;
