@@ -455,37 +455,38 @@ impl Connection {
         let client_stderr = find(2);
         let (stdout, passed_fds) = (find(1), passed.iter().map(|(n, fd)| (*n, fd.as_fd())).collect());
         // The stream runs on this thread, at once; the relay of its messages (and the watch on the control socket)
-        // on a helper. A stream used to start on a thread of its own, and under load its first answer waited for
-        // that thread to be scheduled.
-        let (result, relay) = std::thread::scope(|scope| {
-            let (control, relay_cancel) = (&self.stream, cancel);
-            let pump = scope.spawn(move || {
-                let mut relay = StderrRelay::default();
-                pump(relay_read, client_stderr, control, relay_cancel, &mut relay);
-                relay
-            });
-            let session = catch_unwind(AssertUnwindSafe(move || {
-                // The client's working directory and umask, so that relative marks paths mean what they mean in its
-                // own directory and the files its stream writes get the modes they would get from `cat-blobd` run
-                // there. This thread's own (and its helpers'), never the process's; put back for the connections
-                // this thread serves next.
-                let _entered = super::thread_fs::enter(hello.umask, cwd.as_ref().map(AsFd::as_fd))
-                    .map_err(|err| StreamError::EnterDirectory(io::Error::from(err)))?;
-                let input = CancellableInput::new(stdin, cancel);
-                let outcome = match cat_file {
-                    Some(args) => super::cat_file::run(state, served, args, input, stdout, relay_write.as_fd(), cancel),
-                    None => {
-                        let io = StreamIo { stdout, stderr: Some(relay_write.as_fd()), passed_fds: Some(passed_fds) };
-                        let config = state.session_config(served, self.peer.uid, hello.args);
-                        fast_import::run(input, io, served.store(), config)
-                    }
-                };
-                served.count(outcome.stats.requests, outcome.stats.bytes);
-                drop(relay_write);
-                Ok::<_, StreamError>(outcome)
-            }));
-            (session, pump.join().unwrap_or_default())
-        });
+        // on a kept relay thread. A stream used to start on a thread of its own, and under load its first answer
+        // waited for that thread to be scheduled; then the relay started one of its own for every connection.
+        let relay = match self.start_relay(relay_read, client_stderr) {
+            Ok(relay) => relay,
+            Err(err) => {
+                let message = format!("cannot start the relay of the stream's messages: {err}");
+                self.reply(&Reply::Fatal(message.clone().into_bytes()));
+                return Record::refused(kind, message);
+            }
+        };
+        let result = catch_unwind(AssertUnwindSafe(move || {
+            // The client's working directory and umask, so that relative marks paths mean what they mean in its
+            // own directory and the files its stream writes get the modes they would get from `cat-blobd` run
+            // there. This thread's own (and its helpers'), never the process's; put back for the connections
+            // this thread serves next.
+            let _entered = super::thread_fs::enter(hello.umask, cwd.as_ref().map(AsFd::as_fd))
+                .map_err(|err| StreamError::EnterDirectory(io::Error::from(err)))?;
+            let input = CancellableInput::new(stdin, cancel);
+            let outcome = match cat_file {
+                Some(args) => super::cat_file::run(state, served, args, input, stdout, relay_write.as_fd(), cancel),
+                None => {
+                    let io = StreamIo { stdout, stderr: Some(relay_write.as_fd()), passed_fds: Some(passed_fds) };
+                    let config = state.session_config(served, self.peer.uid, hello.args);
+                    fast_import::run(input, io, served.store(), config)
+                }
+            };
+            served.count(outcome.stats.requests, outcome.stats.bytes);
+            drop(relay_write);
+            Ok::<_, StreamError>(outcome)
+        }));
+        // The session's end of the relay pipe is closed (or dropped as it unwound): the relay ends.
+        let relay = relay.recv().unwrap_or_default();
         let outcome = match result {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(err)) => {
@@ -539,6 +540,27 @@ impl Connection {
     fn reply(&self, reply: &Reply) {
         let _ = self.stream.set_write_timeout(Some(LINGER));
         let _ = (&*self.stream).write_all(&reply.encode());
+    }
+
+    /// Starts relaying the session's messages from `relay` to the client's stderr on a kept relay thread; what
+    /// the relay held back comes through the receiver once the session has closed its end of `relay`.
+    fn start_relay(
+        &self,
+        relay: OwnedFd,
+        client_stderr: Option<BorrowedFd<'_>>,
+    ) -> io::Result<std::sync::mpsc::Receiver<StderrRelay>> {
+        // The thread outlives this borrow of the client's stderr: a copy of the fd, closed before the relay
+        // reports, so that every passed fd is closed before the client is told how the stream ended.
+        let client_stderr = client_stderr.map(|fd| fd.try_clone_to_owned()).transpose()?;
+        let (control, handle) = (Arc::clone(&self.stream), Arc::clone(&self.handle));
+        let (done, relayed) = std::sync::mpsc::sync_channel(1);
+        self.state.relays.run(move || {
+            let mut state = StderrRelay::default();
+            pump(relay, client_stderr.as_ref().map(AsFd::as_fd), &control, &handle.cancel, &mut state);
+            drop((client_stderr, control, handle));
+            let _ = done.send(state);
+        })?;
+        Ok(relayed)
     }
 }
 

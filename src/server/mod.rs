@@ -64,6 +64,7 @@ use repos::{OneRepo, Repos, Served};
 use shutdown::{Notifier, Shutdown};
 use slots::Slots;
 use stats::Counters;
+use workers::Workers;
 
 /// After the grace period, how long cut connections get to end and log before `run` returns anyway.
 const CUT_WAIT: Duration = Duration::from_secs(2);
@@ -170,6 +171,8 @@ pub(crate) struct State {
     registry: Mutex<HashMap<u64, Arc<Handle>>>,
     /// Wakes the accept loop when a connection ends.
     finished: Notifier,
+    /// The threads that relay `connect` streams' messages to their clients, kept for the next connection.
+    relays: Workers,
 }
 
 impl State {
@@ -250,6 +253,7 @@ impl Server {
             refuse_when_full: config.refuse_when_full,
             registry: Mutex::default(),
             finished: Notifier::new().map_err(ServerError::Setup)?,
+            relays: Workers::new("relay", workers::IDLE_LIFETIME),
         };
         Ok(Server {
             listener,
