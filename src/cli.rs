@@ -249,8 +249,8 @@ pub struct ServeCli {
     #[arg(long, value_name = "DIR", conflicts_with = "git_dir")]
     pub root: Option<PathBuf>,
 
-    /// With --root: bytes of delta-base caches and mapped pack indexes over all open repositories; past it the
-    /// repositories idle longest are closed.
+    /// With --root: bytes of delta-base caches over all open repositories and of the pack indexes mapped by those
+    /// with clients; past it the repositories idle longest are closed.
     #[arg(long, value_name = "BYTES", default_value = "1g", value_parser = parse_size, requires = "root")]
     pub memory_budget: u64,
 

@@ -427,6 +427,39 @@ fn server_root_closes_idle_repositories_past_its_limits_never_one_with_clients()
     let _ = stop(daemon);
 }
 
+/// Bytes of the pack indexes of the repository at `git_dir`, as the daemon counts them.
+fn index_bytes(git_dir: &Path) -> u64 {
+    let pack = git_dir.join("objects/pack");
+    std::fs::read_dir(&pack)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "idx"))
+        .map(|path| std::fs::metadata(path).unwrap().len())
+        .sum()
+}
+
+/// An idle repository's maps are released (its pages leave the daemon's resident set), so its indexes do not count
+/// against the budget: with room for one repository's indexes but not two, a second repository in use does not close
+/// the idle first. Before, every open repository's indexes counted, and 45 idle copies of git.git filled 1 GiB.
+#[test]
+fn server_root_counts_only_the_indexes_of_repositories_in_use_against_the_budget() {
+    let forge = Forge::new();
+    let root = forge.root();
+    let (first, second) = (root.join("@hashed/ab/cd/abcd.git"), root.join("org/pool.git"));
+    let budget = (index_bytes(&first) + index_bytes(&second) - 1).to_string();
+    let daemon = forge.daemon(&["--memory-budget", &budget]);
+    let socket = daemon.socket.clone();
+    for dir in [&first, &second, &first] {
+        same_as_git(&socket, dir, &[]);
+    }
+    let stats = stats(&socket);
+    let real = root.canonicalize().unwrap();
+    let line = repository_line(&stats, &real.join("@hashed/ab/cd/abcd.git"));
+    assert!(line.contains(" opens=1 ") && line.contains(" evictions=0"), "{stats}");
+    assert_eq!(stat_value(&stats, "repositories_evicted_total"), 0, "{stats}");
+    let _ = stop(daemon);
+}
+
 #[test]
 fn server_root_follows_repositories_created_repacked_and_deleted_while_serving() {
     let forge = Forge::new();

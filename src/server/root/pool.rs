@@ -95,8 +95,13 @@ impl Open {
         *self.last_used.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// What it holds against the budget: its delta-base cache, and its indexes while it has clients. An idle
+    /// repository's maps have left the daemon's resident set ([`Open::idle`]); counting them filled the default
+    /// budget with about 45 idle copies of git.git (23.8 MB of indexes each), and the daemon closed and reopened
+    /// repositories it held almost nothing for (benches/README.md, "branch fnclient").
     fn memory(&self) -> u64 {
-        self.session.cache.bytes() as u64 + self.map_bytes
+        let maps = if self.clients.load(Ordering::SeqCst) > 0 { self.map_bytes } else { 0 };
+        self.session.cache.bytes() as u64 + maps
     }
 
     /// Its last client left: an idle repository holds no memory of its own. Its delta-base cache goes (a
