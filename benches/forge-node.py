@@ -235,16 +235,22 @@ def pss(pids):
 
 def make_plan(repos, ids_by_source, args, seed):
     """What each client thread does, drawn before anything runs (each thread's own seeded generator, as the
-    clients drew it themselves before): per client, its connections as (repository, check, ids, keep)."""
+    clients drew it themselves before): per client, its connections as (repository, check, ids, keep, at), `at`
+    the seconds after the start before which the connection does not open: 0 in a closed loop, and with --rate
+    a Poisson arrival (drawn from a generator of its own, so the repositories and ids are the same either way)."""
     plan = []
     for k in range(args.clients):
         rng = random.Random(seed * 1000 + k)
+        arrivals = random.Random(seed * 1000 + k + 500)
+        per_second = args.rate / (args.clients * args.requests) if args.rate else None
         pick = zipf_picker(len(repos), rng)
-        conns = []
+        conns, at = [], 0.0
         for c in range(args.connections):
             repo, src = repos[pick()]
             ids = rng.sample(ids_by_source[src], args.requests)
-            conns.append((repo, c % 5 == 4, ids, k == 0 and c < 5))
+            if per_second:
+                at += arrivals.expovariate(per_second)
+            conns.append((repo, c % 5 == 4, ids, k == 0 and c < 5, at))
         plan.append(conns)
     return plan
 
@@ -253,8 +259,8 @@ def write_plan(plan, path):
     with open(path, "wb") as out:
         for conns in plan:
             out.write(b"client\n")
-            for repo, check, ids, keep in conns:
-                out.write(b"conn %d %d %d %s\n" % (check, keep, len(ids), os.fsencode(repo)))
+            for repo, check, ids, keep, at in conns:
+                out.write(b"conn %d %d %d %d %s\n" % (check, keep, int(at * 1e6), len(ids), os.fsencode(repo)))
                 out.write(b"".join(oid + b"\n" for oid in ids))
 
 
@@ -263,6 +269,7 @@ class Sampler:
 
     def __init__(self, pids_of):
         self.pids_of, self.pss, self.procs = pids_of, 0, 0
+        self.cpu = cpu_times()
         self.done = threading.Event()
         self.thread = threading.Thread(target=self.run)
         self.thread.start()
@@ -277,10 +284,21 @@ class Sampler:
         self.procs = max(self.procs, len(pids))
 
     def stop(self):
+        busy, total = (b - a for a, b in zip(self.cpu, cpu_times()))
+        self.busy = busy / max(total, 1)
         self.done.set()
         self.thread.join()
         # A way done within the first 0.2 s (the daemon, on a quiet machine) is sampled once, at its end, not never.
         self.once()
+
+
+def cpu_times():
+    """The whole machine's CPU time so far, busy and in all (/proc/stat's first line, in ticks): while a way
+    runs, how busy its cores were tells queueing for a core (a closed loop on 2 cores) from waiting on a server."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    idle = ticks[3] + ticks[4]
+    return sum(ticks) - idle, sum(ticks)
 
 
 def children(pid):
@@ -304,7 +322,10 @@ def run_python(way, ctx, plan, pids_of):
     latencies, outputs = [], []
 
     def client(conns):
-        for repo, check, ids, keep in conns:
+        for repo, check, ids, keep, at in conns:
+            wait = start + at - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
             one_connection(way, ctx, repo, ids, check, latencies, outputs if keep else None)
 
     sampler = Sampler(pids_of)
@@ -364,6 +385,7 @@ def summarize(latencies, wall, sampler):
         "rest_p99": percentile(rest, 0.99),
         "procs": sampler.procs,
         "pss": sampler.pss,
+        "busy": sampler.busy,
     }
 
 
@@ -439,6 +461,8 @@ def main():
                     help="who sends the requests: benches/forge-client (compiled) or Python threads here")
     ap.add_argument("--ways", default="floor,pool,daemon",
                     help="of floor, pool, daemon (floor: benches/forge-client answering from memory)")
+    ap.add_argument("--rate", type=float,
+                    help="requests/s offered in all, as Poisson arrivals of connections (else a closed loop)")
     ap.add_argument("--forge-client", help="a build of benches/forge-client (else built here)")
     args = ap.parse_args()
     ways = args.ways.split(",")
@@ -454,7 +478,8 @@ def main():
             write_answers(args.git, sources, ids_by_source, answers)
         root = os.path.join(work, "root")
         print("client: %s" % args.client)
-        print("way      repos   req/s     p50_ms   p99_ms   procs  pss_MiB   1st_p50  1st_p99  rest_p50 rest_p99")
+        print("way      repos   req/s     p50_ms   p99_ms   procs  pss_MiB   1st_p50  1st_p99  rest_p50 rest_p99"
+              "  busy")
         for r, n in enumerate(int(x) for x in args.repos.split(",")):
             args.n = n
             repos = populate(root, sources, n)
@@ -468,9 +493,9 @@ def main():
             assert len(kept) == 1, "the ways gave different bytes"
             for way in [w for w in ("floor", "pool", "daemon") if w in results]:
                 res = results[way]
-                print("%-7s %6d %8.0f %9.3f %8.3f %7d %8.1f %9.3f %8.3f %9.3f %8.3f"
+                print("%-7s %6d %8.0f %9.3f %8.3f %7d %8.1f %9.3f %8.3f %9.3f %8.3f %4.0f%%"
                       % (way, n, res["rps"], res["p50"], res["p99"], res["procs"], res["pss"] / 2**20,
-                         res["first_p50"], res["first_p99"], res["rest_p50"], res["rest_p99"]))
+                         res["first_p50"], res["first_p99"], res["rest_p50"], res["rest_p99"], res["busy"] * 100))
             if "pool" in results and "daemon" in results:
                 p, d = results["pool"], results["daemon"]
                 print("daemon / pool at %d repositories: memory %.2fx, p99 %.2fx, p50 %.2fx, throughput %.2fx"
