@@ -6,26 +6,41 @@ popularity, served two ways side by side in one run:
           checked out by one connection at a time, at most --pool-max (100) kept, each closed after --ttl (10 s)
           idle;
   daemon  one `cat-blobd serve --root`: each connection passes its pipes to it the way `cat-blobd connect` does
-          (the hello and SCM_RIGHTS written here, so neither side pays a process start per connection).
+          (the hello and SCM_RIGHTS written by the client, so neither side pays a process start per connection);
+  floor   benches/forge-client's floor server: the same connect protocol, every answer precomputed in memory
+          (from `git cat-file --batch`), answered on the thread that accepted the connection: the least any
+          server could cost this client on this machine, so what the harness and the machine alone set.
 
     benches/forge-node.py [--repos 100,1000,10000] [--clients 8] [--connections 400] [--requests 10] [--seed 29]
+                          [--client rust|python] [--ways floor,pool,daemon] [--rate REQ_PER_S]
                           [--source /work/.mirror/git+git/repo] [--git GIT] [--cat-blobd BIN]
-                          [--daemon-log PREFIX]
+                          [--forge-client BIN] [--daemon-log PREFIX]
 
---daemon-log PREFIX keeps the daemon's JSON log of each repository count in PREFIX-<repos>.jsonl: one line per
-connection with its duration_ms, and open_ms for a connection that opened its repository.
+--client rust (the default) replays the run with benches/forge-client, a compiled client built here on demand
+(cargo, under $CARGO_TARGET_DIR or target/, in forge-client/; --forge-client BIN takes a build): 8 threads that
+each time a request from its write to its whole answer read, with no interpreter between them and the servers.
+--client python does the same with Python threads in this process, which share one GIL, and as the harness did
+before: both clients replay the same plan, drawn here first. --daemon-log PREFIX keeps the daemon's JSON log of
+each repository count in PREFIX-<repos>.jsonl: one line per connection with its duration_ms, and open_ms for a
+connection that opened its repository.
 
 The repositories are hard-linked copies (`cp -al`, so the page cache holds each pack once) of a few sources:
 git.git (--source), and small repositories made here with 1, 3 and 6 packs, one of them with a
 multi-pack-index. Each client thread opens --connections connections in turn, each to a repository drawn with
 Zipf(1.1) popularity (seeded), and sends --requests requests as Gitaly does: `contents <id>` and `info <id>`,
 each followed by `flush`, reading each answer before the next; every fifth connection is a `--batch-check`
-instead. The two ways alternate (which goes first swaps each repository count); each is checked to give the
-same bytes as the other for the first connections.
+instead. By default each client opens its next connection as soon as the last one ends (a closed loop, so every
+way runs the machine's cores flat out, and its p99 is mostly a wait for a core); --rate R opens connections at
+Poisson arrival times, R requests/s in all, the same for every way. The floor runs first; the pool and the
+daemon alternate (which goes first swaps each repository count); each way is checked to give the same bytes as
+the others for the first connections.
 
 Reported per way: requests/s, p50 and p99 per request, the most processes alive at once, and memory: the summed
-PSS of every process of that way (so pages shared through the page cache count once), sampled every 0.2 s,
-the peak. Then the ratios daemon / pool.
+PSS of every process of that way (so pages shared through the page cache count once; the clients' own not
+counted), sampled every 0.2 s, the peak; then p50 and p99 of the first request of each connection and of the
+others, and how busy the machine's cores were (all processes, this harness's and any other's) while the way ran;
+and per request, the mean time the client's threads and the server's (not the pool's git processes) spent
+runnable but waiting for a core (schedstat). Then the ratios daemon / pool, and the floor's p99 against each.
 """
 import argparse
 import os
@@ -301,6 +316,22 @@ def cpu_times():
     return sum(ticks) - idle, sum(ticks)
 
 
+def runq_wait_ns(tasks):
+    """Nanoseconds the tasks (/proc/<task>/schedstat's second field) waited on a run queue for a core."""
+    total = 0
+    for task in tasks:
+        try:
+            with open("/proc/%s/schedstat" % task) as f:
+                total += int(f.read().split()[1])
+        except OSError:
+            pass
+    return total
+
+
+def server_tasks(pid):
+    return ["%d/task/%s" % (pid, t) for t in os.listdir("/proc/%d/task" % pid)]
+
+
 def children(pid):
     """The processes whose parent is pid (the compiled client's `git cat-file`s): /proc/PID/task/*/children
     needs CONFIG_PROC_CHILDREN, which this machine's kernel lacks, so every /proc/N/stat is read."""
@@ -319,7 +350,7 @@ def children(pid):
 
 def run_python(way, ctx, plan, pids_of):
     """The plan replayed by Python threads in this process: returns (tagged latencies, wall, outputs, peak)."""
-    latencies, outputs = [], []
+    latencies, outputs, waits = [], [], []
 
     def client(conns):
         for repo, check, ids, keep, at in conns:
@@ -327,6 +358,7 @@ def run_python(way, ctx, plan, pids_of):
             if wait > 0:
                 time.sleep(wait)
             one_connection(way, ctx, repo, ids, check, latencies, outputs if keep else None)
+        waits.append(runq_wait_ns(["thread-self"]))
 
     sampler = Sampler(pids_of)
     start = time.perf_counter()
@@ -337,6 +369,7 @@ def run_python(way, ctx, plan, pids_of):
         t.join()
     wall = time.perf_counter() - start
     sampler.stop()
+    sampler.client_wait = sum(waits)
     return latencies, wall, b"".join(outputs), sampler
 
 
@@ -364,6 +397,7 @@ def run_rust(way, plan, args, work, sock):
     with open(os.path.join(out, "kept"), "rb") as f:
         kept = f.read()
     sampler.procs = max(sampler.procs, int(summary["most"]))
+    sampler.client_wait = int(summary["runq_wait_ns"])
     return latencies, float(summary["wall_s"]), kept, sampler
 
 
@@ -386,6 +420,8 @@ def summarize(latencies, wall, sampler):
         "procs": sampler.procs,
         "pss": sampler.pss,
         "busy": sampler.busy,
+        "client_wait_us": sampler.client_wait / 1e3 / len(every),
+        "server_wait_us": None if sampler.server_wait is None else sampler.server_wait / 1e3 / len(every),
     }
 
 
@@ -404,6 +440,7 @@ def run_way(way, args, plan, root, work, answers):
         while not os.path.exists(sock):
             time.sleep(0.01)
         args.server_pid = server.pid
+        server_wait = runq_wait_ns(server_tasks(server.pid))
     pool = Pool(args.git, args.pool_max, args.ttl) if way == "pool" else None
     if args.client == "rust":
         latencies, wall, kept, sampler = run_rust(way, plan, args, work, sock)
@@ -413,7 +450,9 @@ def run_way(way, args, plan, root, work, answers):
     if pool:
         pool.shutdown()
         sampler.procs = max(sampler.procs, pool.most)
+    sampler.server_wait = None
     if server:
+        sampler.server_wait = runq_wait_ns(server_tasks(server.pid)) - server_wait
         server.terminate()
         server.wait()
         if log is not subprocess.DEVNULL:
@@ -496,6 +535,10 @@ def main():
                 print("%-7s %6d %8.0f %9.3f %8.3f %7d %8.1f %9.3f %8.3f %9.3f %8.3f %4.0f%%"
                       % (way, n, res["rps"], res["p50"], res["p99"], res["procs"], res["pss"] / 2**20,
                          res["first_p50"], res["first_p99"], res["rest_p50"], res["rest_p99"], res["busy"] * 100))
+            print("run-queue wait per request, client / server threads (µs, means): " + ", ".join(
+                "%s %.1f / %s" % (w, results[w]["client_wait_us"], "-" if results[w]["server_wait_us"] is None
+                                  else "%.1f" % results[w]["server_wait_us"])
+                for w in ("floor", "pool", "daemon") if w in results))
             if "pool" in results and "daemon" in results:
                 p, d = results["pool"], results["daemon"]
                 print("daemon / pool at %d repositories: memory %.2fx, p99 %.2fx, p50 %.2fx, throughput %.2fx"

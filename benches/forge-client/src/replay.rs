@@ -23,6 +23,8 @@ pub struct Stream {
 struct Measured {
     latencies: Vec<(bool, u64)>,
     kept: Vec<u8>,
+    /// Nanoseconds this thread spent runnable but waiting for a core (`/proc/thread-self/schedstat`).
+    runq_wait_ns: u64,
 }
 
 enum Way {
@@ -92,6 +94,7 @@ fn client(way: &Way, connections: &[Connection], began: Instant) -> Result<Measu
             }
         }
     }
+    measured.runq_wait_ns = runq_wait_ns()?;
     Ok(measured)
 }
 
@@ -134,6 +137,13 @@ fn read_answer(output: &mut BufReader<File>, header_only: bool, out: &mut Vec<u8
     Ok(())
 }
 
+/// The second field of schedstat: time spent on a run queue waiting to run. A thread of a closed loop on two
+/// busy cores waits there after each answer arrives; this says how much of its latency that is, on average.
+fn runq_wait_ns() -> Result<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat")?;
+    Ok(stat.split_whitespace().nth(1).context("a short schedstat")?.parse()?)
+}
+
 fn write_results(out: &Path, measured: &[Measured], wall: Duration, most: usize) -> Result<()> {
     let mut latencies = String::new();
     let mut kept = Vec::new();
@@ -145,7 +155,8 @@ fn write_results(out: &Path, measured: &[Measured], wall: Duration, most: usize)
     }
     std::fs::write(out.join("latencies"), latencies)?;
     std::fs::write(out.join("kept"), kept)?;
-    let summary = format!("wall_s {}\nmost {most}\n", wall.as_secs_f64());
+    let runq: u64 = measured.iter().map(|m| m.runq_wait_ns).sum();
+    let summary = format!("wall_s {}\nmost {most}\nrunq_wait_ns {runq}\n", wall.as_secs_f64());
     std::fs::write(out.join("summary"), summary)?;
     Ok(())
 }
