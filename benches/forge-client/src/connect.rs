@@ -21,7 +21,7 @@ pub const FDS: usize = 4;
 
 /// The hello after the magic, as the script packs it: 4 fds (stdin, stdout, stderr, the directory), umask 022,
 /// `cat-file` and its flags, no environment.
-fn hello(check: bool) -> Vec<u8> {
+pub fn hello(check: bool) -> Vec<u8> {
     let args: &[&[u8]] =
         if check { &[b"cat-file", b"--batch-check"] } else { &[b"cat-file", b"--batch-command", b"--buffer"] };
     let mut hello = MAGIC.to_vec();
@@ -89,4 +89,16 @@ pub fn finish(mut conn: UnixStream, stream: Stream) -> Result<()> {
     }
     ensure!(reply == b"exit 0\n", "the daemon replied {:?}", String::from_utf8_lossy(&reply));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The layout forge-node.py's `connect_daemon` packs (struct "<B", "<4i", "<I" ...), byte for byte.
+    #[test]
+    fn hello_as_the_script_packs_it() {
+        let mut want = b"\0cat-blobd connect 3\n\x04".to_vec();
+        want.extend_from_slice(b"\0\0\0\0\x01\0\0\0\x02\0\0\0\xff\xff\xff\xff");
+        want.extend_from_slice(b"\x12\0\0\0\x02\0\0\0\x08\0\0\0cat-file\x0d\0\0\0--batch-check\0\0\0\0");
+        assert_eq!(super::hello(true), want);
+    }
 }

@@ -164,3 +164,31 @@ fn answer(answers: &Answers, id: &[u8], header_only: bool, out: &mut Vec<u8>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The floor reads back what the client writes: the fds' kinds in order, and the mode from the arguments.
+    #[test]
+    fn hello_round_trip() {
+        for check in [false, true] {
+            let (kinds, got) = parse_hello(&crate::connect::hello(check)).unwrap();
+            assert_eq!(kinds, [0, 1, 2, -1]);
+            assert_eq!(got, check);
+        }
+    }
+
+    #[test]
+    fn answers_cut_from_batch_output() {
+        let dir = std::env::temp_dir().join(format!("forge-client-test-{}", std::process::id()));
+        std::fs::write(&dir, b"aa blob 3\nabc\nbb tree 0\n\n").unwrap();
+        let answers = load(&dir).unwrap();
+        std::fs::remove_file(&dir).unwrap();
+        let mut out = Vec::new();
+        answer(&answers, b"aa", false, &mut out);
+        answer(&answers, b"bb", true, &mut out);
+        answer(&answers, b"cc", true, &mut out);
+        assert_eq!(out, b"aa blob 3\nabc\nbb tree 0\ncc missing\n");
+    }
+}
