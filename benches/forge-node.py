@@ -328,8 +328,25 @@ def runq_wait_ns(tasks):
     return total
 
 
-def server_tasks(pid):
-    return ["%d/task/%s" % (pid, t) for t in os.listdir("/proc/%d/task" % pid)]
+def server_waits(pid):
+    """Per thread of the server: (its name, nanoseconds it has waited for a core)."""
+    waits = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                waits[tid] = (f.read().strip(), runq_wait_ns(["%d/task/%s" % (pid, tid)]))
+        except OSError:
+            pass
+    return waits
+
+
+def server_wait_by_name(before, after):
+    """The wait of each thread alive at the end since the start, summed by thread name. A thread that came and
+    went in between (a connection's own, if the server starts any) is not counted: a lower bound."""
+    by_name = {}
+    for tid, (name, wait) in after.items():
+        by_name[name] = by_name.get(name, 0) + wait - before.get(tid, (name, 0))[1]
+    return by_name
 
 
 def children(pid):
@@ -421,7 +438,7 @@ def summarize(latencies, wall, sampler):
         "pss": sampler.pss,
         "busy": sampler.busy,
         "client_wait_us": sampler.client_wait / 1e3 / len(every),
-        "server_wait_us": None if sampler.server_wait is None else sampler.server_wait / 1e3 / len(every),
+        "server_wait_us": {name: ns / 1e3 / len(every) for name, ns in sampler.server_wait.items()},
     }
 
 
@@ -440,7 +457,7 @@ def run_way(way, args, plan, root, work, answers):
         while not os.path.exists(sock):
             time.sleep(0.01)
         args.server_pid = server.pid
-        server_wait = runq_wait_ns(server_tasks(server.pid))
+        server_wait = server_waits(server.pid)
     pool = Pool(args.git, args.pool_max, args.ttl) if way == "pool" else None
     if args.client == "rust":
         latencies, wall, kept, sampler = run_rust(way, plan, args, work, sock)
@@ -450,9 +467,9 @@ def run_way(way, args, plan, root, work, answers):
     if pool:
         pool.shutdown()
         sampler.procs = max(sampler.procs, pool.most)
-    sampler.server_wait = None
+    sampler.server_wait = {}
     if server:
-        sampler.server_wait = runq_wait_ns(server_tasks(server.pid)) - server_wait
+        sampler.server_wait = server_wait_by_name(server_wait, server_waits(server.pid))
         server.terminate()
         server.wait()
         if log is not subprocess.DEVNULL:
@@ -536,9 +553,13 @@ def main():
                       % (way, n, res["rps"], res["p50"], res["p99"], res["procs"], res["pss"] / 2**20,
                          res["first_p50"], res["first_p99"], res["rest_p50"], res["rest_p99"], res["busy"] * 100))
             print("run-queue wait per request, client / server threads (µs, means): " + ", ".join(
-                "%s %.1f / %s" % (w, results[w]["client_wait_us"], "-" if results[w]["server_wait_us"] is None
-                                  else "%.1f" % results[w]["server_wait_us"])
+                "%s %.1f / %s" % (w, results[w]["client_wait_us"], "%.1f" % sum(results[w]["server_wait_us"].values())
+                                  if results[w]["server_wait_us"] else "-")
                 for w in ("floor", "pool", "daemon") if w in results))
+            if results.get("daemon", {}).get("server_wait_us"):
+                print("  the daemon's by thread name: " + ", ".join(
+                    "%s %.1f" % kv for kv in sorted(results["daemon"]["server_wait_us"].items(), key=lambda kv: -kv[1])
+                    if kv[1] >= 0.05))
             if "pool" in results and "daemon" in results:
                 p, d = results["pool"], results["daemon"]
                 print("daemon / pool at %d repositories: memory %.2fx, p99 %.2fx, p50 %.2fx, throughput %.2fx"
