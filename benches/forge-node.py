@@ -486,7 +486,7 @@ def write_answers(git, sources, ids_by_source, path):
 
 
 def build_client(args):
-    """benches/forge-client, a release build under <target>/forge-client/ (a `[workspace]` of its own)."""
+    """benches/forge-client, a release build under <target>/forge-client/."""
     if args.forge_client:
         return args.forge_client
     here = os.path.dirname(os.path.abspath(__file__))
