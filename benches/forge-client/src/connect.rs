@@ -1,7 +1,7 @@
 //! A `cat-blobd connect` in-process, as forge-node.py's `connect_daemon`: our pipes and the repository's directory
 //! passed to the daemon over its socket (SCM_RIGHTS), so no process starts per connection on either side.
 
-use crate::replay::Stream;
+use crate::stream::Stream;
 use anyhow::{Context, Result, bail, ensure};
 use rustix::fs::{Mode, OFlags};
 use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};

@@ -18,6 +18,7 @@ mod floor;
 mod plan;
 mod pool;
 mod replay;
+mod stream;
 
 use anyhow::{Context, Result, bail};
 use std::path::PathBuf;

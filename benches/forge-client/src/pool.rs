@@ -3,7 +3,7 @@
 //! after `ttl` idle. A process is started at checkout, outside any timed span (its first request waits for git's
 //! start-up, as a pool's client does).
 
-use crate::replay::Stream;
+use crate::stream::Stream;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::fs::File;

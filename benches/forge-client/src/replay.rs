@@ -5,18 +5,13 @@ use crate::Options;
 use crate::connect;
 use crate::plan::{self, Connection};
 use crate::pool::Pool;
+use crate::stream::Stream;
 use anyhow::{Context, Result, bail};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-
-/// A stream's two pipes, seen from the client: requests go into `input`, answers come out of `output`.
-pub struct Stream {
-    pub input: File,
-    pub output: BufReader<File>,
-}
 
 /// What one client thread measured: per request (first of its connection, nanoseconds), and the kept answers.
 #[derive(Default)]
