@@ -332,6 +332,7 @@ impl Pack {
     /// what makes an object worth keeping in the delta-base cache after it was served: a base is asked for
     /// before the deltas built on it, often thousands of requests earlier. Until the scan is done, nothing
     /// counts (only chain roots are kept).
+    #[cfg(test)]
     pub(in crate::store) fn is_delta_base(&self, offset: u64) -> bool {
         self.deltas_waiting(offset) == Some(true)
     }

@@ -198,7 +198,8 @@ impl Store {
         }
         if let (Some((at, offset)), false) = (base.entry, base.cached) {
             let pack = &walk.packs[at];
-            let keep = CachePolicy::root(!walk.links.is_empty(), pack.is_delta_base(offset));
+            let (kind, ordered) = (base.object.kind, resolver.pack_order.ordered());
+            let keep = CachePolicy::root(kind, !walk.links.is_empty(), pack.deltas_waiting(offset), ordered);
             resolver.cache.keep(pack.key(offset), &base.object, keep);
             if keep == Keep::No {
                 resolver.hold_last_whole(pack.key(offset), &base.object);

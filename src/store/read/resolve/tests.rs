@@ -317,6 +317,32 @@ fn a_sparse_run_in_pack_order_keeps_served_blobs_without_the_base_scan() {
     assert_eq!(cache.inflated_bytes() - inflated, delta.len() as u64, "one delta, from the kept blob");
 }
 
+/// A sample read in order, its bases unknown: a whole blob asked for by itself is kept as a chain root (later
+/// requests on its chain walk down to it; not kept, 715 of small-A's roots were inflated twice), and a blob built
+/// by deltas is kept as spare, which goes before the roots (kept with them, served blobs pushed roots out).
+#[test]
+fn a_sample_in_order_keeps_whole_blobs_as_roots_and_served_blobs_as_spare() {
+    let objects = Objects::new();
+    let contents = versions("v", 3);
+    let mut entries = chain(&slices(&contents), true);
+    let fillers: Vec<Vec<u8>> = (0..PACK_ORDER_RUN * 20).map(|k| format!("filler {k}\n").into_bytes()).collect();
+    entries.extend(fillers.iter().map(|c| (object_id(Kind::Blob, c), Stored::Whole(Kind::Blob, c.clone()))));
+    let (_, offsets) = objects.add_pack("a", &entries);
+    let store = open(&objects);
+    let pack = &packs(&store)[0];
+    let resolver = &mut Resolver::new(1 << 20);
+    for (id, _) in entries[3..].iter().step_by(20).take(PACK_ORDER_RUN as usize) {
+        read(&store, id, resolver);
+    }
+    assert!(resolver.pack_order.ordered() && !pack.scan_started_for_tests(), "a sample in order, bases unknown");
+    let cache = resolver.cache().clone();
+    assert_eq!(read(&store, &entries[0].0, resolver), contents[0]);
+    read(&store, &entries[4].0, resolver); // the resolver's last whole object is another now
+    assert!(cache.get(pack.key(offsets[0])).is_some(), "the whole blob asked for is kept as a root");
+    assert_eq!(read(&store, &entries[2].0, resolver), contents[2]);
+    assert_eq!(cache.first_to_go(), Some(pack.key(offsets[2])), "the served blob is spare: it goes first");
+}
+
 /// `ls` reads a path's trees root first, and a pack written by `pack-objects` stores them in that order: a few
 /// requests made 16 reads at increasing offsets, and the base scan then read every entry header of the pack beside
 /// the walks (small-A, 10,000 `ls`). Only blobs make a run in pack order.
