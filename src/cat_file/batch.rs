@@ -18,7 +18,7 @@ use crate::engine::{Engine, Target};
 use crate::io::line_reader::LineReader;
 use crate::repo::MailmapConfig;
 use crate::response::encode::Response;
-use crate::store::{ObjectId, Place, Resolver, WalkOrder};
+use crate::store::{ObjectId, Place, Prefetcher, Resolver, WalkOrder};
 
 /// One batch run: `'s` is the store's lifetime, `'j` the jobs' (they borrow the run's [`Settings`]).
 struct Batch<'b, 'scope, 's, 'j> {
@@ -71,11 +71,17 @@ pub(crate) fn run(
         let cache = names.resolver.cache().clone();
         let new_worker = {
             let cache = cache.clone();
-            move || Worker { store, resolver: Resolver::sharing(cache.clone()), messages, lookup_hint: None }
+            move || Worker {
+                store,
+                resolver: Resolver::sharing(cache.clone()),
+                messages,
+                prefetcher: Prefetcher::default(),
+            }
         };
         let output = crate::engine::Output::new(io.stdout).count_bytes_into(io.live.clone());
         let mut engine = Engine::new(scope, output, repo.engine, new_worker);
-        let mut worker = Worker { store, resolver: Resolver::sharing(cache), messages, lookup_hint: None };
+        let mut worker =
+            Worker { store, resolver: Resolver::sharing(cache), messages, prefetcher: Prefetcher::default() };
         let mut batch = Batch {
             names: &mut names,
             engine: &mut engine,

@@ -13,15 +13,17 @@ use super::mailmap::Mailmap;
 use super::output::Messages;
 use crate::engine::Job;
 use crate::response::encode::Response;
-use crate::store::{Answer, Damage, Data, Info, LookupHint, Object, ObjectId, Place, ReadError, Resolver, Run, Store};
+use crate::store::{
+    Answer, Damage, Data, Info, LookupHint, Object, ObjectId, Place, Prefetcher, ReadError, Resolver, Run, Store,
+};
 
 /// A resolver thread's scratch state.
 pub(crate) struct Worker<'s> {
     pub(crate) store: &'s Store,
     pub(crate) resolver: Resolver,
     pub(crate) messages: Messages<'s>,
-    /// The pack whose index the next requests' lookups are started in (see [`BatchJob::prefetch`]).
-    pub(crate) lookup_hint: Option<LookupHint>,
+    /// Starts the next requests' index lookups (see [`BatchJob::prefetch`]).
+    pub(crate) prefetcher: Prefetcher,
 }
 
 /// What every answer of one batch shares.
@@ -92,12 +94,7 @@ impl<'s> Job for BatchJob<'s> {
         if job.place.is_some() || (ahead == 1 && !reads_entry) {
             return;
         }
-        if worker.lookup_hint.is_none() {
-            worker.lookup_hint = worker.store.lookup_hint();
-        }
-        if let Some(hint) = &worker.lookup_hint {
-            hint.prefetch(&job.id, ahead);
-        }
+        worker.prefetcher.prefetch(worker.store, &job.id, ahead);
     }
 }
 

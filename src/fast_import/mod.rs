@@ -28,7 +28,7 @@ use crate::fatal::{Bytes, fatal_line, report_line};
 use crate::io::line_reader::{self, LineReader};
 use crate::io::writev::{FdSink, GatherWriter, OutFd, WriteError};
 use crate::store::cache::SharedCache;
-use crate::store::{Kind, ObjectId, ReadError, Resolver, Store};
+use crate::store::{Kind, ObjectId, Prefetcher, ReadError, Resolver, Store};
 use ls::{LsError, LsOptions};
 use marks::{Marks, MarksError};
 pub(crate) use objects::ObjectSource;
@@ -176,7 +176,11 @@ pub fn run<R: Read>(input: R, io: StreamIo<'_>, store: &Store, config: SessionCo
     let trees = Arc::clone(&session.worker.trees);
     let (result, written) = std::thread::scope(|scope| {
         let output = Output::new(session.io.stdout).count_bytes_into(live);
-        let new_worker = || ReadWorker { resolver: Resolver::sharing(cache.clone()), trees: Arc::clone(&trees) };
+        let new_worker = || ReadWorker {
+            resolver: Resolver::sharing(cache.clone()),
+            trees: Arc::clone(&trees),
+            prefetcher: Prefetcher::default(),
+        };
         let mut engine = Engine::new(scope, output, engine_config, new_worker);
         let result = session.commands(&mut reader, &mut engine);
         let (written, stats) = engine.finish();
@@ -242,7 +246,11 @@ impl<'a> Session<'a> {
         Session {
             io,
             store,
-            worker: ReadWorker { resolver: Resolver::sharing(cache), trees: Arc::new(ls::TreeCache::default()) },
+            worker: ReadWorker {
+                resolver: Resolver::sharing(cache),
+                trees: Arc::new(ls::TreeCache::default()),
+                prefetcher: Prefetcher::default(),
+            },
             settings,
             args: config.fast_import_args.clone(),
             seen_data_command: false,

@@ -13,7 +13,7 @@ use super::{Session, SessionError, StreamEngine, command as request};
 use crate::engine::{Job, Target};
 use crate::io::line_reader::LineReader;
 use crate::response::encode::Response;
-use crate::store::{Kind, ObjectId, Resolver, Store};
+use crate::store::{Kind, LookupHint, ObjectId, Prefetcher, Resolver, Store};
 
 /// The reads that run on the resolver threads: their answers depend on the repository alone.
 pub(crate) enum ReadJob<'s> {
@@ -26,6 +26,8 @@ pub(crate) struct ReadWorker {
     pub(super) resolver: Resolver,
     /// Shared by every worker of the stream: random `ls` requests meet the same trees on any thread.
     pub(super) trees: Arc<TreeCache>,
+    /// Starts the next `cat-blob`s' index lookups (see [`ReadJob::prefetch`]).
+    pub(super) prefetcher: Prefetcher,
 }
 
 impl Job for ReadJob<'_> {
@@ -36,6 +38,18 @@ impl Job for ReadJob<'_> {
         match self {
             ReadJob::CatBlob(job) => job.run(&mut worker.resolver),
             ReadJob::Ls(job) => job.run(worker),
+        }
+    }
+
+    /// As `cat-file --batch`'s jobs: ids are looked up in an index far bigger than the caches, so the next ones'
+    /// first lines are fetched while this one is answered. Without it the index lookup took 4.8% of `cat-blob`'s
+    /// samples over every blob of small-A against 3.4% of `--batch`'s; with it, CPU −1 to −2% (benches/README.md).
+    /// `ls` starts from a commit's root tree, which the tree cache mostly has.
+    const AHEAD: usize = LookupHint::AHEAD;
+
+    fn prefetch(&self, worker: &mut ReadWorker, ahead: usize) {
+        if let ReadJob::CatBlob(job) = self {
+            worker.prefetcher.prefetch(job.store, &job.oid, ahead);
         }
     }
 }

@@ -371,9 +371,9 @@ impl Store {
         })
     }
 
-    /// The first pack of the first object directory, if it is open, for [`LookupHint::prefetch`]: a resolver
+    /// The first pack of the first object directory, if it is open, for [`Prefetcher`]: a resolver
     /// thread asks this for its next requests before it answers the current one. Scans and opens nothing.
-    pub(crate) fn lookup_hint(&self) -> Option<LookupHint> {
+    fn lookup_hint(&self) -> Option<LookupHint> {
         let dir = self.dirs.first()?;
         let set = dir.packs.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         set.first_open_pack().cloned().map(LookupHint)
@@ -410,6 +410,23 @@ impl LookupHint {
 
     /// How many requests ahead [`Self::prefetch`] looks.
     pub(crate) const AHEAD: usize = 3;
+}
+
+/// A resolver thread's [`LookupHint`], taken at the first request it looks ahead for: the packs are listed and
+/// opened by the stream's first lookup, not before.
+#[derive(Default)]
+pub(crate) struct Prefetcher(Option<LookupHint>);
+
+impl Prefetcher {
+    /// [`LookupHint::prefetch`] in `store`'s first pack, once it is open.
+    pub(crate) fn prefetch(&mut self, store: &Store, id: &oid, ahead: usize) {
+        if self.0.is_none() {
+            self.0 = store.lookup_hint();
+        }
+        if let Some(hint) = &self.0 {
+            hint.prefetch(id, ahead);
+        }
+    }
 }
 
 fn replace_error(id: &oid, damage: Damage) -> ReadError {
