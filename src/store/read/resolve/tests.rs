@@ -288,24 +288,42 @@ fn reads_in_pack_order_start_the_base_scan_at_once() {
     panic!("the scan did not run");
 }
 
+/// A pack of a chain of three versions, then many small whole blobs.
+struct ChainThenFillers {
+    /// The chain's contents: the first stored whole, each next a delta on the one before.
+    contents: Vec<Vec<u8>>,
+    entries: Vec<(ObjectId, Stored)>,
+    offsets: Vec<u64>,
+}
+
+fn chain_then_fillers(objects: &Objects) -> ChainThenFillers {
+    let contents = versions("v", 3);
+    let mut entries = chain(&slices(&contents), true);
+    let fillers: Vec<Vec<u8>> = (0..PACK_ORDER_RUN * 20).map(|k| format!("filler {k}\n").into_bytes()).collect();
+    entries.extend(fillers.iter().map(|c| (object_id(Kind::Blob, c), Stored::Whole(Kind::Blob, c.clone()))));
+    let (_, offsets) = objects.add_pack("a", &entries);
+    ChainThenFillers { contents, entries, offsets }
+}
+
+/// Reads every 20th of [`chain_then_fillers`]'s whole blobs, a run in pack order: far apart against the pack's
+/// mean entry, a sample rather than a scan of the whole pack.
+fn read_a_sparse_run(store: &Store, entries: &[(ObjectId, Stored)], resolver: &mut Resolver) {
+    for (id, _) in entries[3..].iter().step_by(20).take(PACK_ORDER_RUN as usize) {
+        read(store, id, resolver);
+    }
+}
+
 /// A sample read in pack order (a run of reads far apart): no scan of the bases, and each blob built by deltas is
 /// kept, so that the next read on its chain starts from it rather than from the root.
 #[test]
 fn a_sparse_run_in_pack_order_keeps_served_blobs_without_the_base_scan() {
     let objects = Objects::new();
-    let contents = versions("v", 3);
-    let mut entries = chain(&slices(&contents), true);
-    // Reads of every 20th of many small whole blobs: far apart against the pack's mean entry.
-    let fillers: Vec<Vec<u8>> = (0..PACK_ORDER_RUN * 20).map(|k| format!("filler {k}\n").into_bytes()).collect();
-    entries.extend(fillers.iter().map(|c| (object_id(Kind::Blob, c), Stored::Whole(Kind::Blob, c.clone()))));
-    let (_, offsets) = objects.add_pack("a", &entries);
+    let ChainThenFillers { contents, entries, offsets } = chain_then_fillers(&objects);
     let store = open(&objects);
     let pack = &packs(&store)[0];
     let resolver = &mut Resolver::new(1 << 20);
     assert_eq!(read(&store, &entries[1].0, resolver), contents[1]);
-    for (id, _) in entries[3..].iter().step_by(20).take(PACK_ORDER_RUN as usize) {
-        read(&store, id, resolver);
-    }
+    read_a_sparse_run(&store, &entries, resolver);
     assert!(resolver.pack_order.ordered(), "a run in pack order");
     assert!(!pack.scan_started_for_tests(), "a sparse run does not start the scan");
     assert_eq!(read(&store, &entries[1].0, resolver), contents[1], "the run is broken: no longer in order");
@@ -323,17 +341,11 @@ fn a_sparse_run_in_pack_order_keeps_served_blobs_without_the_base_scan() {
 #[test]
 fn a_sample_in_order_keeps_whole_blobs_as_roots_and_served_blobs_as_spare() {
     let objects = Objects::new();
-    let contents = versions("v", 3);
-    let mut entries = chain(&slices(&contents), true);
-    let fillers: Vec<Vec<u8>> = (0..PACK_ORDER_RUN * 20).map(|k| format!("filler {k}\n").into_bytes()).collect();
-    entries.extend(fillers.iter().map(|c| (object_id(Kind::Blob, c), Stored::Whole(Kind::Blob, c.clone()))));
-    let (_, offsets) = objects.add_pack("a", &entries);
+    let ChainThenFillers { contents, entries, offsets } = chain_then_fillers(&objects);
     let store = open(&objects);
     let pack = &packs(&store)[0];
     let resolver = &mut Resolver::new(1 << 20);
-    for (id, _) in entries[3..].iter().step_by(20).take(PACK_ORDER_RUN as usize) {
-        read(&store, id, resolver);
-    }
+    read_a_sparse_run(&store, &entries, resolver);
     assert!(resolver.pack_order.ordered() && !pack.scan_started_for_tests(), "a sample in order, bases unknown");
     let cache = resolver.cache().clone();
     assert_eq!(read(&store, &entries[0].0, resolver), contents[0]);
