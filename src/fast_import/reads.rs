@@ -43,8 +43,8 @@ impl Job for ReadJob<'_> {
 
     /// As `cat-file --batch`'s jobs: ids are looked up in an index far bigger than the caches, so the next ones'
     /// first lines are fetched while this one is answered. Without it the index lookup took 4.8% of `cat-blob`'s
-    /// samples over every blob of small-A against 3.4% of `--batch`'s; with it, CPU −1 to −2% (benches/README.md).
-    /// `ls` starts from a commit's root tree, which the tree cache mostly has.
+    /// samples over every blob of small-A against 3.3% of `--batch`'s (its prefetch included); with it, CPU −1 to
+    /// −2% (benches/README.md). `ls` starts from a commit's root tree, which the tree cache mostly has.
     const AHEAD: usize = LookupHint::AHEAD;
 
     fn prefetch(&self, worker: &mut ReadWorker, ahead: usize) {
