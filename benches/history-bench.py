@@ -202,14 +202,27 @@ class Tool:
         self.env, self.lister = env or ENV, lister
 
 
-def set_pipe_size(fd):
-    """Every tool's output pipe as large as the system allows (`/proc/sys/fs/pipe-max-size`), as cat-blobd makes
-    its own: the same pipe for every tool, and `cat` of an answer (the pipe's floor) not held to 64 KiB a wake-up."""
+def pipe_max_size():
+    """`/proc/sys/fs/pipe-max-size`, or None without /proc."""
     try:
         with open("/proc/sys/fs/pipe-max-size") as f:
-            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, int(f.read()))
+            return int(f.read())
     except (OSError, ValueError):
-        pass  # an unprivileged limit, or no /proc: the default pipe
+        return None
+
+
+PIPE_MAX_SIZE = pipe_max_size()
+
+
+def set_pipe_size(fd):
+    """Every tool's output pipe as large as the system allows, as cat-blobd makes its own: the same pipe for every
+    tool, and `cat` of an answer (the pipe's floor) not held to 64 KiB a wake-up."""
+    if PIPE_MAX_SIZE is None:
+        return
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_MAX_SIZE)
+    except OSError:
+        pass  # refused: the default pipe
 
 
 def run_once(tool, stdin_path, digest, keep=None):
