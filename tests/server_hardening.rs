@@ -44,6 +44,9 @@ fn reply(conn: &UnixStream) -> Vec<u8> {
             Ok(0) => return out,
             Ok(n) => out.extend_from_slice(&buf[..n]),
             Err(err) if err.kind() == std::io::ErrorKind::ConnectionReset => return out,
+            // A read with a receive timeout is not restarted after a signal (socket(7)); std's `read_to_end` retries,
+            // this loop must too (CI, once: "Interrupted system call" from the hello-deadline test).
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(err) => panic!("no end of the reply within {WAIT:?} ({err}); got {}", escape(&out)),
         }
     }
