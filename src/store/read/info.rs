@@ -108,7 +108,9 @@ impl Store {
     fn packed_info(&self, id: &oid, pack: &Arc<Pack>, offset: u64, on_disk: bool) -> Result<Info, ReadError> {
         let at = |damage: Damage| damaged(id, pack, offset, damage);
         // The memo's slot is read after the delta's head is inflated: its miss overlaps the header's.
-        pack.kind_memo().prefetch(offset);
+        if let Some(memo) = pack.kind_memo() {
+            memo.prefetch(offset);
+        }
         let entry = pack.entry(offset).map_err(at)?;
         let size = match entry.header.as_kind() {
             Some(_) => entry.decompressed_size,
@@ -154,11 +156,10 @@ impl Store {
     fn chain_kind(&self, id: &oid, pack: &Arc<Pack>, offset: u64, entry: Entry) -> Result<Kind, ReadError> {
         let mut passed = Passed { offsets: [0; PASSED_MAX], len: 0, decoded: 0 };
         let kind = self.walk_chain(id, pack, offset, entry, &mut passed)?;
-        let memo = pack.kind_memo();
-        for &offset in &passed.offsets[..passed.len] {
-            memo.put(offset, kind);
-        }
         pack.walked(passed.decoded);
+        if let Some(memo) = pack.kind_memo_to_fill() {
+            passed.offsets[..passed.len].iter().for_each(|&offset| memo.put(offset, kind));
+        }
         Ok(kind)
     }
 
@@ -182,7 +183,7 @@ impl Store {
         let mut first = Some(entry);
         loop {
             if let Cow::Borrowed(_) = pack {
-                if let Some(kind) = memo.get(offset) {
+                if let Some(kind) = memo.and_then(|memo| memo.get(offset)) {
                     return Ok(kind);
                 }
                 passed.push(offset);
@@ -307,7 +308,11 @@ mod tests {
         let pack = store.find_packed(&entries[4].0).expect("packed").0;
         for (k, &offset) in offsets.iter().enumerate() {
             let expected = (k <= 4).then_some(Kind::Blob);
-            assert_eq!(pack.kind_memo().get(offset), expected, "entry {k}: the walk passed 4 down to the root");
+            assert_eq!(
+                pack.kind_memo().and_then(|memo| memo.get(offset)),
+                expected,
+                "entry {k}: the walk passed 4 down to the root"
+            );
         }
         assert_eq!(pack.walked_links.load(std::sync::atomic::Ordering::Relaxed), 4, "links 3, 2, 1, 0");
         let info = store.info(&entries[7].0, false).expect("intact").expect("present");

@@ -14,7 +14,7 @@ use gix_hash::oid;
 use gix_pack::data::Entry;
 use gix_pack::data::entry::Header;
 
-use super::kind_memo::KindMemo;
+use super::kind_memo::{KindMemo, links_before_made};
 use super::pack_index::PackIndex;
 use super::rev_file::RevFile;
 use super::rev_index::{OffsetOrder, RevIndex};
@@ -212,7 +212,9 @@ impl Pack {
     /// Starts fetching the entry header at `offset`, and the kind memo's slot for it: a chain walk reads both
     /// for each link, and neither address depends on the other's bytes.
     pub(in crate::store) fn prefetch_entry(&self, offset: u64) {
-        self.kind_memo().prefetch(offset);
+        if let Some(memo) = self.kind_memo() {
+            memo.prefetch(offset);
+        }
         if let Ok(data) = self.data()
             && let Some(at) = data.entry_slice(offset..offset + 1).and_then(<[u8]>::first)
         {
@@ -273,9 +275,19 @@ impl Pack {
         self.rev_index.get()
     }
 
-    /// The memo of chain types that walks in this pack fill (see [`KindMemo`]), made on first use.
-    pub(in crate::store) fn kind_memo(&self) -> &KindMemo {
-        self.kind_memo.get_or_init(|| KindMemo::new(self.index.num_objects()))
+    /// The memo of chain types that walks in this pack fill (see [`KindMemo`]), once made.
+    pub(in crate::store) fn kind_memo(&self) -> Option<&KindMemo> {
+        self.kind_memo.get()
+    }
+
+    /// The memo to put the types of a walk in: made once this pack's walks have decoded enough links to pay for
+    /// it ([`links_before_made`]); until then, none.
+    pub(in crate::store) fn kind_memo_to_fill(&self) -> Option<&KindMemo> {
+        let objects = self.index.num_objects();
+        if self.walked_links.load(Ordering::Relaxed) < links_before_made(objects) {
+            return self.kind_memo.get();
+        }
+        Some(self.kind_memo.get_or_init(|| KindMemo::new(objects)))
     }
 
     /// The pack's `.rev` file, mapped on first use, if it has a usable one.

@@ -189,17 +189,17 @@ fn the_base_scan_starts_after_some_reads() {
 /// git.git-sized pack, a page resident for each chain walked) is emptied with the maps' pages.
 #[test]
 fn releasing_a_pack_empties_its_kind_memo() {
-    let entries: Vec<(ObjectId, Stored)> = (0..5000u32)
-        .map(|n| {
-            let data = format!("blob {n}\n").into_bytes();
-            (object_id(Kind::Blob, &data), Stored::Whole(Kind::Blob, data))
-        })
-        .collect();
+    let entries = five_thousand_blobs();
     let objects = Objects::new();
     let (path, offsets) = objects.add_pack("many", &entries);
     let pack = open(&path);
-    let remembered = |pack: &Pack| offsets.iter().filter(|&&offset| pack.kind_memo().get(offset).is_some()).count();
-    offsets.iter().for_each(|&offset| pack.kind_memo().put(offset, Kind::Blob));
+    pack.walked_links.store(links_before_made(5000), Ordering::Relaxed);
+    let memo = pack.kind_memo_to_fill().expect("made once its walks decoded enough links");
+    offsets.iter().for_each(|&offset| memo.put(offset, Kind::Blob));
+    let remembered = |pack: &Pack| {
+        let memo = pack.kind_memo().expect("kept when released");
+        offsets.iter().filter(|&&offset| memo.get(offset).is_some()).count()
+    };
     let before = remembered(&pack);
     assert!(before > 3000, "{before} of 5000 offsets remembered in 8192 slots");
     pack.release_resident();
@@ -219,4 +219,29 @@ fn a_packs_maps_start_1_mib_past_a_2_mib_boundary() {
     let data = pack.data().expect("mapped").entry_slice(0..1).expect("the first byte");
     assert_eq!(data.as_ptr() as usize % (2 << 20), 1 << 20, "the pack data");
     assert_eq!(pack.index.mapped().as_ptr() as usize % (2 << 20), 1 << 20, "the index");
+}
+
+/// A pack's kind memo is made only once its walks have decoded a link for every 64 of its slots: a stream of a
+/// few requests over many packs zeroed a table in each pack it touched for nothing.
+#[test]
+fn a_kind_memo_is_made_once_the_walks_pay_for_it() {
+    let entries = five_thousand_blobs();
+    let objects = Objects::new();
+    let (path, _) = objects.add_pack("many", &entries);
+    let pack = open(&path);
+    assert_eq!(links_before_made(5000), 128, "8,192 slots");
+    assert!(pack.kind_memo_to_fill().is_none() && pack.kind_memo().is_none(), "no walk yet");
+    pack.walked_links.store(127, Ordering::Relaxed);
+    assert!(pack.kind_memo_to_fill().is_none(), "one link short");
+    pack.walked_links.store(128, Ordering::Relaxed);
+    assert!(pack.kind_memo_to_fill().is_some() && pack.kind_memo().is_some(), "made, and kept");
+}
+
+fn five_thousand_blobs() -> Vec<(ObjectId, Stored)> {
+    (0..5000u32)
+        .map(|n| {
+            let data = format!("blob {n}\n").into_bytes();
+            (object_id(Kind::Blob, &data), Stored::Whole(Kind::Blob, data))
+        })
+        .collect()
 }
