@@ -58,7 +58,8 @@ pub(in crate::store) struct Pack {
     rev_file: OnceLock<Option<RevFile>>,
     /// Single requests that wanted the offset order before it was built.
     rev_asks: AtomicU32,
-    /// The types at the bottom of the chains that walks have passed through, made at the first walk.
+    /// The types at the bottom of the chains that walks have passed through, made once the walks have decoded
+    /// enough links ([`Pack::kind_memo_to_fill`]).
     kind_memo: OnceLock<KindMemo>,
     /// Entries that chain walks decoded, which decides when the chain types are found in one pass.
     pub(in crate::store) walked_links: AtomicU32,
@@ -209,8 +210,8 @@ impl Pack {
         }
     }
 
-    /// Starts fetching the entry header at `offset`, and the kind memo's slot for it: a chain walk reads both
-    /// for each link, and neither address depends on the other's bytes.
+    /// Starts fetching the entry header at `offset`, and the kind memo's slot for it once the pack has a memo: a
+    /// chain walk reads both for each link, and neither address depends on the other's bytes.
     pub(in crate::store) fn prefetch_entry(&self, offset: u64) {
         if let Some(memo) = self.kind_memo() {
             memo.prefetch(offset);
