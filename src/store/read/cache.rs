@@ -102,7 +102,7 @@ impl<V: Weighed> DeltaCache<V> {
     fn evict_spare(&mut self, limit: usize) {
         while self.spare_bytes > limit || (self.bytes > self.capacity && self.spare_bytes > 0) {
             let Some((_, evicted)) = self.spare.pop_lru() else { break };
-            (self.bytes, self.spare_bytes) = (self.bytes - evicted.bytes(), self.spare_bytes - evicted.bytes());
+            self.spare_gone(evicted.bytes());
         }
     }
 
@@ -120,8 +120,13 @@ impl<V: Weighed> DeltaCache<V> {
         if let Some(value) = self.wanted.pop(&key).or_else(|| self.other.pop(&key)) {
             self.bytes -= value.bytes();
         } else if let Some(value) = self.spare.pop(&key) {
-            (self.bytes, self.spare_bytes) = (self.bytes - value.bytes(), self.spare_bytes - value.bytes());
+            self.spare_gone(value.bytes());
         }
+    }
+
+    /// Counts out `bytes` of a spare entry that left the cache.
+    fn spare_gone(&mut self, bytes: usize) {
+        (self.bytes, self.spare_bytes) = (self.bytes - bytes, self.spare_bytes - bytes);
     }
 
     /// Lets `key` go first: it becomes the least recently used entry of the `other` list. While the cache has

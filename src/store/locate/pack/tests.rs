@@ -189,10 +189,7 @@ fn the_base_scan_starts_after_some_reads() {
 /// git.git-sized pack, a page resident for each chain walked) is emptied with the maps' pages.
 #[test]
 fn releasing_a_pack_empties_its_kind_memo() {
-    let entries = five_thousand_blobs();
-    let objects = Objects::new();
-    let (path, offsets) = objects.add_pack("many", &entries);
-    let pack = open(&path);
+    let (_objects, pack, offsets) = five_thousand_blobs();
     pack.walked_links.store(links_before_made(5000), Ordering::Relaxed);
     let memo = pack.kind_memo_to_fill().expect("made once its walks decoded enough links");
     offsets.iter().for_each(|&offset| memo.put(offset, Kind::Blob));
@@ -235,10 +232,7 @@ fn a_large_packs_data_starts_1_mib_past_a_2_mib_boundary() {
 /// few requests over many packs zeroed a table in each pack it touched for nothing.
 #[test]
 fn a_kind_memo_is_made_once_the_walks_pay_for_it() {
-    let entries = five_thousand_blobs();
-    let objects = Objects::new();
-    let (path, _) = objects.add_pack("many", &entries);
-    let pack = open(&path);
+    let (_objects, pack, _) = five_thousand_blobs();
     assert_eq!(links_before_made(5000), 128, "8,192 slots");
     assert!(pack.kind_memo_to_fill().is_none() && pack.kind_memo().is_none(), "no walk yet");
     pack.walked_links.store(127, Ordering::Relaxed);
@@ -247,11 +241,16 @@ fn a_kind_memo_is_made_once_the_walks_pay_for_it() {
     assert!(pack.kind_memo_to_fill().is_some() && pack.kind_memo().is_some(), "made, and kept");
 }
 
-fn five_thousand_blobs() -> Vec<(ObjectId, Stored)> {
-    (0..5000u32)
+/// A pack of 5,000 small whole blobs, opened, with their offsets (the `Objects` holds its directory).
+fn five_thousand_blobs() -> (Objects, Pack, Vec<u64>) {
+    let entries: Vec<(ObjectId, Stored)> = (0..5000u32)
         .map(|n| {
             let data = format!("blob {n}\n").into_bytes();
             (object_id(Kind::Blob, &data), Stored::Whole(Kind::Blob, data))
         })
-        .collect()
+        .collect();
+    let objects = Objects::new();
+    let (path, offsets) = objects.add_pack("many", &entries);
+    let pack = open(&path);
+    (objects, pack, offsets)
 }
